@@ -1,0 +1,29 @@
+// Command devicefit-scheduler is the upstream kube-scheduler with the
+// devicefit plugins compiled in. Pods opt in with spec.schedulerName.
+package main
+
+import (
+	"os"
+
+	"github.com/spf13/cobra"
+	"k8s.io/component-base/cli"
+	_ "k8s.io/component-base/logs/json/register"
+	_ "k8s.io/component-base/metrics/prometheus/clientgo"
+	_ "k8s.io/component-base/metrics/prometheus/version"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+
+	"github.com/devicefit/devicefit/pkg/apis/config/validation"
+	"github.com/devicefit/devicefit/pkg/plugins/devicefit"
+)
+
+func main() {
+	command := app.NewSchedulerCommand(
+		app.WithPlugin(devicefit.Name, devicefit.New),
+	)
+	// Upstream validates only in-tree plugin args with field paths; this names
+	// the field of a bad devicefit arg before the scheduler starts.
+	command.PreRunE = func(cmd *cobra.Command, _ []string) error {
+		return validation.ValidateConfigFile(cmd.Flag("config").Value.String())
+	}
+	os.Exit(cli.Run(command))
+}

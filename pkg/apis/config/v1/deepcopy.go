@@ -1,0 +1,37 @@
+package v1
+
+import "k8s.io/apimachinery/pkg/runtime"
+
+// DeepCopyInto copies the receiver into out. Written by hand: the type is
+// small and the project does not run code generators.
+func (in *DeviceFitArgs) DeepCopyInto(out *DeviceFitArgs) {
+	*out = *in
+	if in.DeviceResources != nil {
+		out.DeviceResources = append([]string(nil), in.DeviceResources...)
+	}
+	if in.DeviceNodePolicy != nil {
+		p := *in.DeviceNodePolicy
+		out.DeviceNodePolicy = &p
+	}
+	if in.AllowedCounts != nil {
+		out.AllowedCounts = append([]int64(nil), in.AllowedCounts...)
+	}
+}
+
+// DeepCopy returns a deep copy of the receiver.
+func (in *DeviceFitArgs) DeepCopy() *DeviceFitArgs {
+	if in == nil {
+		return nil
+	}
+	out := new(DeviceFitArgs)
+	in.DeepCopyInto(out)
+	return out
+}
+
+// DeepCopyObject implements runtime.Object.
+func (in *DeviceFitArgs) DeepCopyObject() runtime.Object {
+	if c := in.DeepCopy(); c != nil {
+		return c
+	}
+	return nil
+}

@@ -1,0 +1,147 @@
+package devices
+
+import (
+	"fmt"
+	"sort"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
+)
+
+// Request is a whole number of devices of one resource.
+type Request struct {
+	Name  v1.ResourceName
+	Count int64
+}
+
+// Demand is what a pod needs of each device resource, sorted by name; only
+// resources with a positive count appear.
+type Demand []Request
+
+// Count returns the pod's demand of name.
+func (d Demand) Count(name v1.ResourceName) int64 {
+	for _, r := range d {
+		if r.Name == name {
+			return r.Count
+		}
+	}
+	return 0
+}
+
+// DemandError says what is wrong with a device request. Preemption cannot fix
+// any of them: the pod itself must change.
+type DemandError struct {
+	// Container is empty for the pod overhead.
+	Container string
+	Resource  v1.ResourceName
+	Problem   string
+}
+
+func (e *DemandError) Error() string {
+	if e.Container == "" {
+		return fmt.Sprintf("pod overhead: %s %s", e.Resource, e.Problem)
+	}
+	return fmt.Sprintf("container %q: %s %s", e.Container, e.Resource, e.Problem)
+}
+
+// PodDemand validates the device requests of every container and returns the
+// pod's effective demand, computed as the scheduler computes requests: the sum
+// over app containers and restartable (sidecar) init containers, the max with
+// each plain init container, plus the pod overhead (KEP-753, KEP-688).
+//
+// The API server already rejects most of what is checked here; the scheduler
+// checks again because pods also reach it from other sources (replay, tests,
+// older servers) and a wrong count would overcommit a device.
+func PodDemand(pod *v1.Pod, set ResourceSet) (Demand, error) {
+	for i := range pod.Spec.InitContainers {
+		if err := checkContainer(&pod.Spec.InitContainers[i], set); err != nil {
+			return nil, err
+		}
+	}
+	for i := range pod.Spec.Containers {
+		if err := checkContainer(&pod.Spec.Containers[i], set); err != nil {
+			return nil, err
+		}
+	}
+	for name, q := range pod.Spec.Overhead {
+		if set.Contains(name) {
+			if _, problem := wholeCount(q); problem != "" {
+				return nil, &DemandError{Resource: name, Problem: problem}
+			}
+		}
+	}
+
+	var demand Demand
+	for name, q := range resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}) {
+		if !set.Contains(name) {
+			continue
+		}
+		n, problem := wholeCount(q)
+		if problem != "" {
+			// Only reachable when whole per-container counts sum past int64.
+			return nil, &DemandError{Container: "(pod total)", Resource: name, Problem: problem}
+		}
+		if n > 0 {
+			demand = append(demand, Request{Name: name, Count: n})
+		}
+	}
+	sort.Slice(demand, func(i, j int) bool { return demand[i].Name < demand[j].Name })
+	return demand, nil
+}
+
+func checkContainer(c *v1.Container, set ResourceSet) error {
+	for name, limit := range c.Resources.Limits {
+		if !set.Contains(name) {
+			continue
+		}
+		if _, problem := wholeCount(limit); problem != "" {
+			return &DemandError{Container: c.Name, Resource: name, Problem: problem}
+		}
+		req, ok := c.Resources.Requests[name]
+		if !ok {
+			// The API server defaults the request to the limit; an object that
+			// skipped defaulting would be counted as 0 by the scheduler while the
+			// kubelet hands out the limit: an overcommit.
+			return &DemandError{Container: c.Name, Resource: name,
+				Problem: fmt.Sprintf("has limit %s but no request; device requests must equal limits", limit.String())}
+		}
+		if req.Cmp(limit) != 0 {
+			return &DemandError{Container: c.Name, Resource: name,
+				Problem: fmt.Sprintf("requests %s but limits %s; device requests must equal limits", req.String(), limit.String())}
+		}
+	}
+	for name, req := range c.Resources.Requests {
+		if !set.Contains(name) {
+			continue
+		}
+		if _, ok := c.Resources.Limits[name]; !ok {
+			return &DemandError{Container: c.Name, Resource: name,
+				Problem: fmt.Sprintf("requests %s without a limit; devices need limits equal to requests", req.String())}
+		}
+	}
+	return nil
+}
+
+// maxDeviceCount bounds a sane device count; far above any node, far below
+// the int64 arithmetic the scheduler does with it.
+const maxDeviceCount = 1 << 31
+
+var maxDeviceQuantity = *resource.NewQuantity(maxDeviceCount, resource.DecimalSI)
+
+// wholeCount returns q as a device count, or a problem when q is negative,
+// fractional or absurdly large.
+func wholeCount(q resource.Quantity) (int64, string) {
+	if q.Sign() < 0 {
+		return 0, fmt.Sprintf("quantity %s is negative", q.String())
+	}
+	if q.Cmp(maxDeviceQuantity) > 0 {
+		return 0, fmt.Sprintf("quantity %s is beyond any device count", q.String())
+	}
+	// Value rounds up, so it equals q exactly when q is whole.
+	n := q.Value()
+	if q.Cmp(*resource.NewQuantity(n, resource.DecimalSI)) != 0 {
+		return 0, fmt.Sprintf("quantity %s is not a whole number of devices", q.String())
+	}
+	return n, ""
+}

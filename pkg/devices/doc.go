@@ -1,0 +1,21 @@
+// Package devices is the device model of devicefit: which extended resources
+// are discrete devices, what a pod demands of them, what a node's devices are
+// (from NVIDIA GPU Feature Discovery labels and the vendors' equivalents), and
+// which devices a pod's devicefit.io/* annotations select.
+//
+// It is pure Go over plain values: no scheduler framework and no client-go, so
+// the plugins, the metrics collector and the replay tool share one model, and
+// the parsers can be tested with tables and fuzzed.
+//
+// Kubernetes facts the model rests on:
+//   - A device plugin advertises devices as an extended resource: an integer
+//     count that is never overcommitted; a container must set a limit, and the
+//     request, if set, must equal it (the API server defaults it to the limit).
+//   - GFD labels describe one kind of device per node: nvidia.com/gpu.product,
+//     .memory (MiB), .family, .compute.major/.minor, .count. Under the MIG
+//     "single" strategy nvidia.com/gpu counts MIG slices and the product reads
+//     "<model>-MIG-<profile>"; under "mixed" each profile is its own resource
+//     nvidia.com/mig-<profile> with labels nvidia.com/mig-<profile>.product,
+//     .memory and .count. With time-slicing or MPS and replicas > 1 the product
+//     gets a "-SHARED" suffix (or the resource is renamed nvidia.com/gpu.shared).
+package devices

@@ -1,0 +1,83 @@
+// Package devicefit is the DeviceFit scheduler plugin: it validates a pod's
+// device requests once per scheduling cycle (PreFilter) and keeps the pod off
+// nodes whose devices its devicefit.io/* annotations reject (Filter).
+// Device capacity is not checked here: upstream NodeResourcesFit does that.
+package devicefit
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/component-base/featuregate"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/features"
+
+	"github.com/devicefit/devicefit/pkg/apis/config"
+	_ "github.com/devicefit/devicefit/pkg/apis/config/scheme" // args decode from KubeSchedulerConfiguration
+	"github.com/devicefit/devicefit/pkg/apis/config/validation"
+	"github.com/devicefit/devicefit/pkg/devices"
+)
+
+// Name is the plugin name in KubeSchedulerConfiguration profiles.
+const Name = "DeviceFit"
+
+var (
+	_ fwk.PreFilterPlugin   = &DeviceFit{}
+	_ fwk.FilterPlugin      = &DeviceFit{}
+	_ fwk.EnqueueExtensions = &DeviceFit{}
+	_ fwk.SignPlugin        = &DeviceFit{}
+)
+
+// DeviceFit is the plugin. Its fields are set once by New and never change.
+type DeviceFit struct {
+	handle    fwk.Handle
+	resources devices.ResourceSet
+	policy    config.DeviceNodePolicy
+	// allowedCounts is sorted; allowedText is its message form, formatted once.
+	allowedCounts []int64
+	allowedText   string
+	// draExtendedResources: a DeviceClass may serve an extended resource from
+	// ResourceSlices (KEP-5004), and such nodes show no allocatable for it.
+	draExtendedResources bool
+}
+
+// New builds DeviceFit from its args. It validates them again: tests and
+// other embedders construct plugins without going through the config scheme.
+func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+	args, ok := obj.(*config.DeviceFitArgs)
+	if !ok {
+		return nil, fmt.Errorf("want args to be of type DeviceFitArgs, got %T", obj)
+	}
+	if err := validation.ValidateDeviceFitArgs(nil, args); err != nil {
+		return nil, err
+	}
+	set, err := devices.NewResourceSet(args.DeviceResources)
+	if err != nil {
+		return nil, err
+	}
+	pl := &DeviceFit{
+		handle:               h,
+		resources:            set,
+		policy:               args.DeviceNodePolicy,
+		allowedCounts:        slices.Sorted(slices.Values(args.AllowedCounts)),
+		draExtendedResources: enabled(features.DRAExtendedResource),
+	}
+	text := make([]string, len(pl.allowedCounts))
+	for i, n := range pl.allowedCounts {
+		text[i] = strconv.FormatInt(n, 10)
+	}
+	pl.allowedText = strings.Join(text, ", ")
+	return pl, nil
+}
+
+func enabled(f featuregate.Feature) bool {
+	return utilfeature.DefaultFeatureGate.Enabled(f)
+}
+
+// Name returns the plugin name.
+func (pl *DeviceFit) Name() string { return Name }

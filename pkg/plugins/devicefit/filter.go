@@ -1,0 +1,69 @@
+package devicefit
+
+import (
+	"context"
+
+	v1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/devicefit/devicefit/pkg/devices"
+)
+
+// Filter reasons. Constants, because the framework aggregates them per node
+// ("3 node(s) didn't match ...") and Filter runs per node per pod.
+const (
+	ReasonProduct         = "node(s) didn't match devicefit.io/products"
+	ReasonExcludedProduct = "node(s) had a product excluded by devicefit.io/exclude-products"
+	ReasonMemory          = "node(s) had less device memory than devicefit.io/min-memory"
+	ReasonFamily          = "node(s) didn't match devicefit.io/families"
+	ReasonCompute         = "node(s) had lower compute capability than devicefit.io/min-compute"
+	ReasonShared          = "node(s) only had shared devices and devicefit.io/sharing is exclusive"
+	ReasonMIGStrategy     = "node(s) had a MIG strategy that cannot serve the requested MIG resource"
+	ReasonMIGInvalid      = "node(s) had an invalid MIG configuration (GFD product -MIG-INVALID)"
+	ReasonDeviceNode      = "node(s) had devices and deviceNodePolicy is Require"
+)
+
+var mismatchReasons = [...]string{
+	devices.MismatchProduct:         ReasonProduct,
+	devices.MismatchExcludedProduct: ReasonExcludedProduct,
+	devices.MismatchMemory:          ReasonMemory,
+	devices.MismatchFamily:          ReasonFamily,
+	devices.MismatchCompute:         ReasonCompute,
+	devices.MismatchShared:          ReasonShared,
+	devices.MismatchMIGStrategy:     ReasonMIGStrategy,
+	devices.MismatchMIGInvalid:      ReasonMIGInvalid,
+}
+
+// Filter rejects a node whose devices the pod's selector or the node's MIG
+// setup rule out, and, under deviceNodePolicy Require, a device node for a
+// device-free pod. Preemption cannot change labels, so rejections are
+// UnschedulableAndUnresolvable. It does not allocate on success.
+func (pl *DeviceFit) Filter(ctx context.Context, cycleState fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
+	s, err := getPreFilterState(cycleState)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	node := nodeInfo.Node()
+	if s.deviceFree {
+		if pl.hasDevices(nodeInfo) {
+			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ReasonDeviceNode)
+		}
+		return nil
+	}
+	for i := range s.labels {
+		d := s.labels[i].Describe(node.Labels)
+		if m := s.selector.Match(&s.labels[i], d); m != devices.Match {
+			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, mismatchReasons[m])
+		}
+	}
+	return nil
+}
+
+func (pl *DeviceFit) hasDevices(nodeInfo fwk.NodeInfo) bool {
+	for name, n := range nodeInfo.GetAllocatable().GetScalarResources() {
+		if n > 0 && pl.resources.Contains(name) {
+			return true
+		}
+	}
+	return false
+}
