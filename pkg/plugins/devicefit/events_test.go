@@ -1,0 +1,119 @@
+package devicefit
+
+import (
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/klog/v2/ktesting"
+	fwk "k8s.io/kube-scheduler/framework"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+	"k8s.io/utils/ptr"
+
+	"github.com/devicefit/devicefit/pkg/devices"
+)
+
+func TestEventsToRegister(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	pl := newPlugin(t, defaultArgs(), nil)
+	events, err := pl.EventsToRegister(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events {
+		// Pod events can never resolve a DeviceFit rejection.
+		if e.Event.Resource == fwk.Pod || e.Event.Resource == fwk.AssignedPod || e.Event.Resource == fwk.UnscheduledPod {
+			t.Errorf("registered pod event %v", e.Event)
+		}
+		if e.QueueingHintFn == nil {
+			t.Errorf("event %v has no queueing hint", e.Event)
+		}
+	}
+	if len(events) == 0 || events[0].Event.Resource != fwk.Node {
+		t.Fatalf("want node events first, got %v", events)
+	}
+	if want := fwk.Add | fwk.UpdateNodeLabel | fwk.UpdateNodeAllocatable; events[0].Event.ActionType != want {
+		t.Errorf("node action types: got %v, want %v", events[0].Event.ActionType, want)
+	}
+}
+
+func TestIsSchedulableAfterNodeChange(t *testing.T) {
+	base := func() *st.NodeWrapper {
+		return st.MakeNode().Name("n").Label(devices.LabelGPUProduct, "NVIDIA-L4").Label("zone", "a").
+			Capacity(map[v1.ResourceName]string{v1.ResourceCPU: "8", devices.NVIDIAGPU: "4"})
+	}
+	tests := []struct {
+		name     string
+		old, new *v1.Node
+		want     fwk.QueueingHint
+	}{
+		{name: "node added", new: base().Obj(), want: fwk.Queue},
+		{name: "gpu product relabelled", old: base().Obj(), new: base().Label(devices.LabelGPUProduct, "NVIDIA-L40S").Obj(), want: fwk.Queue},
+		{name: "mig strategy switched", old: base().Obj(), new: base().Label(devices.LabelMIGStrategy, "mixed").Obj(), want: fwk.Queue},
+		{name: "gpu label removed", old: base().Label(devices.LabelGPUFamily, "ada-lovelace").Obj(), new: base().Obj(), want: fwk.Queue},
+		{name: "unrelated label", old: base().Obj(), new: base().Label("zone", "b").Obj(), want: fwk.QueueSkip},
+		{
+			name: "device allocatable grew",
+			old:  base().Obj(),
+			new:  base().Capacity(map[v1.ResourceName]string{v1.ResourceCPU: "8", devices.NVIDIAGPU: "8"}).Obj(),
+			want: fwk.Queue,
+		},
+		{
+			name: "stale mig resource removed",
+			old:  base().Capacity(map[v1.ResourceName]string{devices.NVIDIAGPU: "4", "nvidia.com/mig-1g.10gb": "0"}).Obj(),
+			new:  base().Capacity(map[v1.ResourceName]string{devices.NVIDIAGPU: "4"}).Obj(),
+			want: fwk.Queue,
+		},
+		{
+			name: "only cpu allocatable changed",
+			old:  base().Obj(),
+			new:  base().Capacity(map[v1.ResourceName]string{v1.ResourceCPU: "16", devices.NVIDIAGPU: "4"}).Obj(),
+			want: fwk.QueueSkip,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			logger, _ := ktesting.NewTestContext(t)
+			pl := newPlugin(t, defaultArgs(), nil)
+			var oldObj interface{}
+			if tt.old != nil {
+				oldObj = tt.old
+			}
+			got, err := pl.isSchedulableAfterNodeChange(logger, gpuPod("1", nil), oldObj, tt.new)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestIsSchedulableAfterDeviceClassChange(t *testing.T) {
+	class := func(name *string) *resourceapi.DeviceClass {
+		return &resourceapi.DeviceClass{Spec: resourceapi.DeviceClassSpec{ExtendedResourceName: name}}
+	}
+	tests := []struct {
+		name  string
+		class *resourceapi.DeviceClass
+		want  fwk.QueueingHint
+	}{
+		{name: "class serves the pod's resource", class: class(ptr.To("nvidia.com/gpu")), want: fwk.Queue},
+		{name: "class serves another resource", class: class(ptr.To("example.com/fpga")), want: fwk.QueueSkip},
+		{name: "class without extended resource", class: class(nil), want: fwk.QueueSkip},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			logger, _ := ktesting.NewTestContext(t)
+			pl := newPlugin(t, defaultArgs(), nil)
+			got, err := pl.isSchedulableAfterDeviceClassChange(logger, gpuPod("2", nil), nil, tt.class)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

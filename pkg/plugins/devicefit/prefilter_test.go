@@ -1,0 +1,144 @@
+package devicefit
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/klog/v2/ktesting"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+
+	"github.com/devicefit/devicefit/pkg/apis/config"
+	"github.com/devicefit/devicefit/pkg/devices"
+)
+
+func TestPreFilter(t *testing.T) {
+	nodes := []*v1.Node{
+		gpuNode("h100", "NVIDIA-H100-80GB-HBM3", "8", nil),
+		gpuNode("l4", "NVIDIA-L4", "4", nil),
+		st.MakeNode().Name("cpu").Capacity(map[v1.ResourceName]string{v1.ResourceCPU: "64"}).Obj(),
+	}
+	limitOnly := st.MakePod().Name("p").Obj()
+	limitOnly.Spec.Containers = []v1.Container{{Name: "train", Resources: v1.ResourceRequirements{
+		Limits: v1.ResourceList{gpu: resource.MustParse("2")},
+	}}}
+	requestOnly := st.MakePod().Name("p").Obj()
+	requestOnly.Spec.Containers = []v1.Container{{Name: "train", Resources: v1.ResourceRequirements{
+		Requests: v1.ResourceList{gpu: resource.MustParse("2")},
+	}}}
+	mismatched := st.MakePod().Name("p").Obj()
+	mismatched.Spec.Containers = []v1.Container{{Name: "train", Resources: v1.ResourceRequirements{
+		Requests: v1.ResourceList{gpu: resource.MustParse("1")},
+		Limits:   v1.ResourceList{gpu: resource.MustParse("2")},
+	}}}
+
+	tests := []struct {
+		name       string
+		args       *config.DeviceFitArgs
+		pod        *v1.Pod
+		wantStatus *fwk.Status
+		wantDemand devices.Demand
+	}{
+		{
+			name:       "cpu pod is skipped",
+			pod:        st.MakePod().Name("p").Res(map[v1.ResourceName]string{v1.ResourceCPU: "1"}).Obj(),
+			wantStatus: fwk.NewStatus(fwk.Skip),
+		},
+		{
+			name: "cpu pod under Require keeps state for Filter",
+			args: &config.DeviceFitArgs{DeviceResources: devices.DefaultResourcePatterns(), DeviceNodePolicy: config.DeviceNodePolicyRequire},
+			pod:  st.MakePod().Name("p").Res(map[v1.ResourceName]string{v1.ResourceCPU: "1"}).Obj(),
+		},
+		{
+			name:       "gpu pod within the largest node",
+			pod:        gpuPod("8", nil),
+			wantDemand: devices.Demand{{Name: gpu, Count: 8}},
+		},
+		{
+			name:       "count above the largest node is unresolvable",
+			pod:        gpuPod("16", nil),
+			wantStatus: fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "requests 16 nvidia.com/gpu; the largest node offers 8"),
+		},
+		{
+			// No node offers amd.com/gpu at all: NodeResourcesFit's Insufficient
+			// covers it (a node may join), DeviceFit does not call it unresolvable.
+			name:       "resource no node offers is left to NodeResourcesFit",
+			pod:        st.MakePod().Name("p").Res(map[v1.ResourceName]string{"amd.com/gpu": "2"}).Obj(),
+			wantDemand: devices.Demand{{Name: "amd.com/gpu", Count: 2}},
+		},
+		{
+			name:       "count outside allowedCounts",
+			args:       &config.DeviceFitArgs{DeviceResources: devices.DefaultResourcePatterns(), DeviceNodePolicy: config.DeviceNodePolicyNone, AllowedCounts: []int64{8, 1, 4, 2}},
+			pod:        gpuPod("3", nil),
+			wantStatus: fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "requests 3 nvidia.com/gpu; allowedCounts are 1, 2, 4, 8"),
+		},
+		{
+			name:       "count inside allowedCounts",
+			args:       &config.DeviceFitArgs{DeviceResources: devices.DefaultResourcePatterns(), DeviceNodePolicy: config.DeviceNodePolicyNone, AllowedCounts: []int64{1, 2, 4, 8}},
+			pod:        gpuPod("4", nil),
+			wantDemand: devices.Demand{{Name: gpu, Count: 4}},
+		},
+		{
+			name:       "fractional quantity",
+			pod:        st.MakePod().Name("p").Res(map[v1.ResourceName]string{gpu: "500m"}).Obj(),
+			wantStatus: fwk.NewStatus(fwk.UnschedulableAndUnresolvable, `container "con0": nvidia.com/gpu quantity 500m is not a whole number of devices`),
+		},
+		{
+			name:       "limit without request",
+			pod:        limitOnly,
+			wantStatus: fwk.NewStatus(fwk.UnschedulableAndUnresolvable, `container "train": nvidia.com/gpu has limit 2 but no request; device requests must equal limits`),
+		},
+		{
+			name:       "request without limit",
+			pod:        requestOnly,
+			wantStatus: fwk.NewStatus(fwk.UnschedulableAndUnresolvable, `container "train": nvidia.com/gpu requests 2 without a limit; devices need limits equal to requests`),
+		},
+		{
+			name:       "requests differ from limits",
+			pod:        mismatched,
+			wantStatus: fwk.NewStatus(fwk.UnschedulableAndUnresolvable, `container "train": nvidia.com/gpu requests 1 but limits 2; device requests must equal limits`),
+		},
+		{
+			name:       "unparsable selector names the annotation",
+			pod:        gpuPod("1", map[string]string{devices.AnnotationMinMemory: "lots"}),
+			wantStatus: fwk.NewStatus(fwk.UnschedulableAndUnresolvable, `annotation devicefit.io/min-memory: want a quantity such as 40Gi or 81920Mi (value "lots")`),
+		},
+		{
+			name:       "device resources outside the configured set are not devices",
+			args:       &config.DeviceFitArgs{DeviceResources: []string{"amd.com/gpu"}, DeviceNodePolicy: config.DeviceNodePolicyNone},
+			pod:        gpuPod("16", nil),
+			wantStatus: fwk.NewStatus(fwk.Skip),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			args := tt.args
+			if args == nil {
+				args = defaultArgs()
+			}
+			pl := newPlugin(t, args, nil)
+			cycleState := framework.NewCycleState()
+			_, status := pl.PreFilter(ctx, cycleState, tt.pod, nodeInfos(nodes...))
+			if diff := cmp.Diff(tt.wantStatus, status); diff != "" {
+				t.Fatalf("unexpected status (-want,+got):\n%s", diff)
+			}
+			if !status.IsSuccess() {
+				return
+			}
+			s, err := getPreFilterState(cycleState)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.wantDemand, s.demand); diff != "" {
+				t.Errorf("unexpected demand (-want,+got):\n%s", diff)
+			}
+			if len(s.labels) != len(s.demand) {
+				t.Errorf("got %d label sets for %d requests", len(s.labels), len(s.demand))
+			}
+		})
+	}
+}
