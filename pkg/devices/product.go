@@ -21,7 +21,8 @@ const (
 )
 
 // ProductPattern is one entry of devicefit.io/products or exclude-products,
-// normalised: GFD's sanitising (spaces become '-') applied, no vendor prefix.
+// normalised: GFD's sanitising (spaces become '-') applied, no vendor prefix and
+// no "-SHARED" suffix.
 // Matching is case-insensitive and exact unless the pattern holds '*', which
 // matches any run of characters; "H20" never matches "H200".
 type ProductPattern struct {
@@ -45,9 +46,11 @@ func ParseProductPattern(s string) (ProductPattern, error) {
 			return ProductPattern{}, fmt.Errorf("product %q: character %q cannot appear in a GFD product label", s, r)
 		}
 	}
-	t = trimFold(t, vendorPrefix)
-	if t == "" {
-		return ProductPattern{}, fmt.Errorf("product %q names only the vendor", s)
+	// Normalised as Matches normalises the label value, so that a value copied
+	// from a node ("NVIDIA-A100-SXM4-40GB-SHARED") selects that node.
+	t = normaliseProduct(t)
+	if t == "" || strings.EqualFold(t, strings.TrimSuffix(vendorPrefix, "-")) {
+		return ProductPattern{}, fmt.Errorf("product %q names no model, only the vendor or the -SHARED suffix", s)
 	}
 	return ProductPattern{text: t, glob: strings.Contains(t, "*")}, nil
 }
@@ -58,14 +61,39 @@ func ParseProductPattern(s string) (ProductPattern, error) {
 // its own, so "A100-SXM4-40GB" does not select a 1g.5gb slice of it.
 // It does not allocate.
 func (p ProductPattern) Matches(product string) bool {
-	product = trimFold(product, vendorPrefix)
-	if base, ok := cutSuffixFold(product, sharedSuffix); ok {
-		product = base
-	}
+	model := normaliseProduct(product)
 	if !p.glob {
-		return strings.EqualFold(p.text, product)
+		return strings.EqualFold(p.text, model)
 	}
-	return globFold(p.text, product)
+	// The vendor prefix is optional for globs too: "NVIDIA*" selects every
+	// NVIDIA product, "H100*" the H100s.
+	if globFold(p.text, model) {
+		return true
+	}
+	full := trimShared(product)
+	return len(full) != len(model) && globFold(p.text, full)
+}
+
+// normaliseProduct drops the optional vendor prefix and the "-SHARED" suffix,
+// however often they repeat, so that normalising is idempotent.
+func normaliseProduct(s string) string {
+	for {
+		t := trimFold(s, vendorPrefix)
+		if len(t) == len(s) {
+			return trimShared(s)
+		}
+		s = t
+	}
+}
+
+func trimShared(s string) string {
+	for {
+		t, ok := cutSuffixFold(s, sharedSuffix)
+		if !ok {
+			return s
+		}
+		s = t
+	}
 }
 
 // SplitProduct splits a GFD product label into model, MIG profile and whether

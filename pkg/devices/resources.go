@@ -104,5 +104,8 @@ func (s ResourceSet) Contains(name v1.ResourceName) bool {
 // ("1g.10gb" for nvidia.com/mig-1g.10gb).
 func MIGProfile(name v1.ResourceName) (string, bool) {
 	profile, ok := strings.CutPrefix(string(name), nvidiaMIGPrefix)
-	return profile, ok && profile != ""
+	if !ok || profile == "" {
+		return "", false
+	}
+	return profile, true
 }

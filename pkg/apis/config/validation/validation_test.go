@@ -41,7 +41,9 @@ func TestValidateDeviceFitArgs(t *testing.T) {
 		},
 		{
 			name: "bad and duplicate device resources",
-			args: func(a *config.DeviceFitArgs) { a.DeviceResources = []string{"nvidia.com/gpu", "nvidia.com/gpu", "cpu", "kubernetes.io/x"} },
+			args: func(a *config.DeviceFitArgs) {
+				a.DeviceResources = []string{"nvidia.com/gpu", "nvidia.com/gpu", "cpu", "kubernetes.io/x"}
+			},
 			want: field.ErrorList{
 				field.Duplicate(field.NewPath("args", "deviceResources").Index(1), "nvidia.com/gpu"),
 				field.Invalid(field.NewPath("args", "deviceResources").Index(2), "cpu", `"cpu": want a domain-qualified extended resource name such as nvidia.com/gpu`),
