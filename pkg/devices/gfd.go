@@ -50,8 +50,11 @@ type Device struct {
 	Product string
 	// MemoryMiB is the memory of one device (a slice, for MIG); 0 if unknown.
 	MemoryMiB int64
-	Family    string
-	Compute   Compute
+	// Count is GFD's device count (nvidia.com/gpu.count or
+	// nvidia.com/mig-<profile>.count): physical devices, not replicas.
+	Count   int64
+	Family  string
+	Compute Compute
 	// HasCompute is false when the compute labels are absent or not numbers.
 	HasCompute bool
 	// Shared is true for time-sliced or MPS replicas.
@@ -68,6 +71,7 @@ type Device struct {
 type DeviceLabels struct {
 	resource                 v1.ResourceName
 	product, memory, family  string
+	count                    string
 	computeMajor, computeMin string
 	mig                      bool
 	sharedResource           bool
@@ -80,14 +84,14 @@ func NewDeviceLabels(resource v1.ResourceName) DeviceLabels {
 	l := DeviceLabels{resource: resource}
 	switch {
 	case resource == NVIDIAGPU || resource == NVIDIASharedGPU:
-		l.product, l.memory, l.family = LabelGPUProduct, LabelGPUMemory, LabelGPUFamily
+		l.product, l.memory, l.family, l.count = LabelGPUProduct, LabelGPUMemory, LabelGPUFamily, LabelGPUCount
 		l.computeMajor, l.computeMin = LabelGPUComputeMajor, LabelGPUComputeMinor
 		l.sharedResource = resource == NVIDIASharedGPU
 	case strings.HasPrefix(string(resource), nvidiaMIGPrefix):
 		// Mixed strategy: per-profile product and memory; family and compute
 		// are those of the parent GPU.
 		base := string(resource)
-		l.product, l.memory = base+".product", base+".memory"
+		l.product, l.memory, l.count = base+".product", base+".memory", base+".count"
 		l.family = LabelGPUFamily
 		l.computeMajor, l.computeMin = LabelGPUComputeMajor, LabelGPUComputeMinor
 		l.mig = true
@@ -116,13 +120,18 @@ func (l *DeviceLabels) Describe(labels map[string]string) Device {
 	if l.memory != "" {
 		d.MemoryMiB = parseNonNegative(labels[l.memory])
 	}
+	if l.count != "" {
+		d.Count = parseNonNegative(labels[l.count])
+	}
 	if l.family != "" {
 		d.Family = labels[l.family]
 	}
 	if l.computeMajor != "" {
 		major, okMajor := parseSmall(labels[l.computeMajor])
 		minor, okMinor := parseSmall(labels[l.computeMin])
-		d.Compute, d.HasCompute = Compute{Major: major, Minor: minor}, okMajor && okMinor
+		if okMajor && okMinor {
+			d.Compute, d.HasCompute = Compute{Major: major, Minor: minor}, true
+		}
 	}
 	d.MIGStrategy = MIGStrategy(labels[LabelMIGStrategy])
 	_, profile, sharedSuffix := SplitProduct(d.Product)
