@@ -17,6 +17,10 @@ import (
 )
 
 func main() {
+	os.Exit(cli.Run(newCommand()))
+}
+
+func newCommand() *cobra.Command {
 	command := app.NewSchedulerCommand(
 		app.WithPlugin(devicefit.Name, devicefit.New),
 	)
@@ -25,5 +29,5 @@ func main() {
 	command.PreRunE = func(cmd *cobra.Command, _ []string) error {
 		return validation.ValidateConfigFile(cmd.Flag("config").Value.String())
 	}
-	os.Exit(cli.Run(command))
+	return command
 }
