@@ -15,7 +15,7 @@ func TestNodeInventory(t *testing.T) {
 	labels := map[string]string{
 		LabelGPUProduct: "NVIDIA-A100-SXM4-80GB", LabelGPUMemory: "81920", LabelGPUCount: "4",
 		LabelGPUFamily: "ampere", LabelGPUComputeMajor: "8", LabelGPUComputeMinor: "0",
-		LabelMIGStrategy:                  "mixed",
+		LabelMIGStrategy:                 "mixed",
 		"nvidia.com/mig-3g.40gb.product": "NVIDIA-A100-SXM4-80GB-MIG-3g.40gb",
 		"nvidia.com/mig-3g.40gb.memory":  "40192",
 		"nvidia.com/mig-3g.40gb.count":   "4",

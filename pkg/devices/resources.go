@@ -72,8 +72,9 @@ func ValidateResourcePattern(p string) error {
 		return fmt.Errorf("%q: want a domain-qualified extended resource name such as nvidia.com/gpu", p)
 	}
 	// Extended resources live outside the kubernetes.io namespace, which is
-	// reserved for native resources (see IsExtendedResourceName upstream).
-	if domain == "kubernetes.io" || strings.HasSuffix(domain, ".kubernetes.io") {
+	// reserved for native resources; upstream's IsNativeResource treats any
+	// name containing "kubernetes.io/" as native, and so do we.
+	if strings.Contains(domain+"/", "kubernetes.io/") {
 		return fmt.Errorf("%q: the kubernetes.io domain holds native resources, not devices", p)
 	}
 	probe := name
