@@ -1,0 +1,94 @@
+package main
+
+import (
+	"reflect"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// The hand-written expectations of the workload must refer to the fleet as it
+// is, or the run's checks would prove nothing.
+func TestWorkloadFitsFleet(t *testing.T) {
+	products := map[string]bool{}
+	offered := map[v1.ResourceName]int64{} // largest per-node offer
+	for _, p := range fleet() {
+		if prod := p.labels[labelGPUProduct]; prod != "" {
+			products[prod] = true
+		}
+		for name, q := range p.devices {
+			if q.Value() > offered[name] {
+				offered[name] = q.Value()
+			}
+		}
+	}
+	if len(products) < 3 {
+		t.Errorf("fleet has %d GPU products, want at least 3", len(products))
+	}
+
+	total, names := 0, map[string]bool{}
+	for _, c := range workload() {
+		total += c.count
+		if names[c.name] {
+			t.Errorf("class %q appears twice", c.name)
+		}
+		names[c.name] = true
+		for _, prod := range c.allowed {
+			if !products[prod] {
+				t.Errorf("class %q allows product %q, which no pool has", c.name, prod)
+			}
+		}
+		if c.invalid && c.allowed != nil {
+			t.Errorf("class %q is invalid but allows products", c.name)
+		}
+		for name, q := range c.devices {
+			if offered[name] == 0 {
+				t.Errorf("class %q requests %s, which no pool offers", c.name, name)
+			}
+			if !c.invalid && q.Value() > offered[name] {
+				t.Errorf("class %q requests %d %s; the largest node offers %d", c.name, q.Value(), name, offered[name])
+			}
+		}
+	}
+	if total < 200 {
+		t.Errorf("workload has %d pods, want at least 200", total)
+	}
+}
+
+func TestBuildPodsIsDeterministic(t *testing.T) {
+	a, b := buildPods(workload(), 42), buildPods(workload(), 42)
+	if !reflect.DeepEqual(a, b) {
+		t.Fatal("the same seed built different pods")
+	}
+	c := buildPods(workload(), 43)
+	if reflect.DeepEqual(podNames(a), podNames(c)) {
+		t.Error("different seeds built the same submission order")
+	}
+}
+
+func TestBuildPodsDeviceRequestsEqualLimits(t *testing.T) {
+	for _, p := range buildPods(workload(), 42) {
+		if p.Spec.SchedulerName != schedulerName {
+			t.Errorf("%s: schedulerName %q", p.Name, p.Spec.SchedulerName)
+		}
+		res := p.Spec.Containers[0].Resources
+		for name, q := range res.Requests {
+			if !isDevice(name) {
+				continue
+			}
+			// The apiserver rejects extended resources whose request and
+			// limit differ; the demo must be admissible as a whole.
+			if l, ok := res.Limits[name]; !ok || l.Cmp(q) != 0 {
+				t.Errorf("%s: %s request %s, limit %v", p.Name, name, q.String(), res.Limits[name])
+			}
+		}
+	}
+}
+
+func podNames(pods []*v1.Pod) []string {
+	out := make([]string, len(pods))
+	for i, p := range pods {
+		out[i] = p.Name
+	}
+	return out
+}
