@@ -83,7 +83,14 @@ type placementCase struct {
 	// -MIG-INVALID node rejects every nvidia.com/gpu pod; both are implied.
 	reason  string
 	reasons map[string]string
+	// unresolvable is DeviceFit's PreFilter message when no node in the fleet
+	// can ever serve the pod; the scheduler then reports it alone.
+	unresolvable string
 }
+
+// noNodeMatchesGPU is DeviceFit's PreFilter message for a selector that no
+// node offering nvidia.com/gpu satisfies.
+const noNodeMatchesGPU = "no node offering nvidia.com/gpu matches the pod's devicefit.io annotations"
 
 // gpuNodes are the nodes whose nvidia.com/gpu serves a pod without selector.
 var gpuNodes = []string{nH100, nH200, nH20, nA100, nA10, nT4, nT4Shared, nMIGSingle, nMIGMixed, nMIGStale}
@@ -189,6 +196,18 @@ func (c *cluster) runPlacementCase(t *testing.T, fleet []nodeSpec, tc placementC
 	t.Cleanup(func() { c.deletePodsAndWait(t, ns) })
 
 	base := tc.podSpec()
+
+	if tc.unresolvable != "" {
+		free := base
+		free.name = "free"
+		pod := c.createPod(t, ns, free)
+		o := c.waitForOutcomes(t, ns, []string{pod.Name})[pod.Name]
+		want := fmt.Sprintf("0/%d nodes are available: %s.", len(fleet), tc.unresolvable)
+		if !o.unschedulable || !strings.HasPrefix(o.message, want) {
+			t.Errorf("want unschedulable with a message starting %q, got %v", want, o)
+		}
+		return
+	}
 
 	// Phase 1: the unpinned pod.
 	free := base
@@ -453,10 +472,10 @@ func testPlacement(t *testing.T, c *cluster) {
 				want:        []string{nT4Renamed},
 			},
 			{
-				name:        "gpu.shared resource is never exclusive",
-				devices:     devs(gpuShare, 1),
-				annotations: ann(annSharing, "exclusive"),
-				reason:      devicefit.ReasonShared,
+				name:         "gpu.shared resource is never exclusive",
+				devices:      devs(gpuShare, 1),
+				annotations:  ann(annSharing, "exclusive"),
+				unresolvable: "no node offering nvidia.com/gpu.shared matches the pod's devicefit.io annotations",
 			},
 			{
 				name:        "other vendors: AMD product label",
@@ -465,10 +484,10 @@ func testPlacement(t *testing.T, c *cluster) {
 				want:        []string{nAMD},
 			},
 			{
-				name:        "other vendors: an NVIDIA product never matches an AMD device",
-				devices:     devs(amdGPU, 1),
-				annotations: ann(annProducts, "H100-80GB-HBM3"),
-				reason:      devicefit.ReasonProduct,
+				name:         "other vendors: an NVIDIA product never matches an AMD device",
+				devices:      devs(amdGPU, 1),
+				annotations:  ann(annProducts, "H100-80GB-HBM3"),
+				unresolvable: "no node offering amd.com/gpu matches the pod's devicefit.io annotations",
 			},
 			{
 				name:           "init and sidecar containers count as the scheduler counts them",
@@ -480,10 +499,10 @@ func testPlacement(t *testing.T, c *cluster) {
 				reason:         devicefit.ReasonFamily,
 			},
 			{
-				name:        "no node fits: aggregated reasons",
-				devices:     gpu1,
-				annotations: ann(annProducts, "NVIDIA-B200"),
-				reason:      devicefit.ReasonProduct,
+				name:         "a product no node has is unresolvable at once",
+				devices:      gpu1,
+				annotations:  ann(annProducts, "NVIDIA-B200"),
+				unresolvable: noNodeMatchesGPU,
 			},
 		} {
 			t.Run(tc.name, func(t *testing.T) { c.runPlacementCase(t, fleet, tc) })
@@ -507,16 +526,16 @@ func testPlacement(t *testing.T, c *cluster) {
 				reasons:     map[string]string{nMIGStale: devicefit.ReasonMIGStrategy},
 			},
 			{
-				name:        "mixed strategy: the whole-device product is not the slice's",
-				devices:     mig1,
-				annotations: ann(annProducts, "A100-SXM4-80GB"),
-				reasons:     map[string]string{nMIGMixed: devicefit.ReasonProduct, nMIGStale: devicefit.ReasonMIGStrategy},
+				name:         "mixed strategy: the whole-device product is not the slice's",
+				devices:      mig1,
+				annotations:  ann(annProducts, "A100-SXM4-80GB"),
+				unresolvable: "no node offering nvidia.com/mig-1g.10gb matches the pod's devicefit.io annotations",
 			},
 			{
-				name:        "mixed strategy: slice memory 9728 MiB < 10Gi",
-				devices:     mig1,
-				annotations: ann(annMinMemory, "10Gi"),
-				reasons:     map[string]string{nMIGMixed: devicefit.ReasonMemory, nMIGStale: devicefit.ReasonMIGStrategy},
+				name:         "mixed strategy: slice memory 9728 MiB < 10Gi",
+				devices:      mig1,
+				annotations:  ann(annMinMemory, "10Gi"),
+				unresolvable: "no node offering nvidia.com/mig-1g.10gb matches the pod's devicefit.io annotations",
 			},
 			{
 				name:        "mixed strategy: family and compute come from the parent device",
@@ -696,9 +715,10 @@ func testPlacement(t *testing.T, c *cluster) {
 		ns := testutil.WithNewNamespace(t, c.TestContext, "requeue").NS.Name
 		t.Cleanup(func() { c.deletePodsAndWait(t, ns) })
 		pod := c.createPod(t, ns, podSpec{name: "b200", devices: devs(gpu, 2), annotations: ann(annProducts, "B200")})
+		// Rejected by PreFilter as unresolvable: only the node hints requeue it.
 		msg := c.waitForUnschedulable(t, pod)
-		if !strings.Contains(msg, devicefit.ReasonProduct) {
-			t.Fatalf("want unschedulable for %q, got %q", devicefit.ReasonProduct, msg)
+		if !strings.Contains(msg, noNodeMatchesGPU) {
+			t.Fatalf("want unschedulable for %q, got %q", noNodeMatchesGPU, msg)
 		}
 		b200 := gpuModel{"NVIDIA-B200", 183359, "blackwell", 10, 0}
 		c.createNode(t, nodeSpec{name: "b200", labels: gfdLabels(b200, 8), devices: devs(gpu, 8)})
@@ -717,9 +737,10 @@ func testPlacement(t *testing.T, c *cluster) {
 			t.Fatalf("scheduler cache: %v", err)
 		}
 		pod := c.createPod(t, ns, podSpec{name: "gb200", devices: devs(gpu, 1), annotations: ann(annProducts, "NVIDIA-GB200")})
+		// Rejected by PreFilter as unresolvable: only the node hints requeue it.
 		msg := c.waitForUnschedulable(t, pod)
-		if !strings.Contains(msg, devicefit.ReasonProduct) {
-			t.Fatalf("want unschedulable for %q, got %q", devicefit.ReasonProduct, msg)
+		if !strings.Contains(msg, noNodeMatchesGPU) {
+			t.Fatalf("want unschedulable for %q, got %q", noNodeMatchesGPU, msg)
 		}
 		node, err := c.ClientSet.CoreV1().Nodes().Get(c.Ctx, "spare", getOpts)
 		if err != nil {

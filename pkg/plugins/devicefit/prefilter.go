@@ -44,7 +44,9 @@ func (pl *DeviceFit) computeState(pod *v1.Pod, nodes []fwk.NodeInfo) (*preFilter
 	if err != nil {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
 	}
-	for _, r := range demand {
+	s := &preFilterState{demand: demand, selector: selector, labels: make([]devices.DeviceLabels, len(demand))}
+	for i, r := range demand {
+		s.labels[i] = devices.NewDeviceLabels(r.Name)
 		if len(pl.allowedCounts) > 0 && !slices.Contains(pl.allowedCounts, r.Count) {
 			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
 				fmt.Sprintf("requests %d %s; allowedCounts are %s", r.Count, r.Name, pl.allowedText))
@@ -54,17 +56,9 @@ func (pl *DeviceFit) computeState(pod *v1.Pod, nodes []fwk.NodeInfo) (*preFilter
 			// DynamicResources plugin decides from ResourceSlices.
 			continue
 		}
-		if largest := largestAllocatable(nodes, r.Name); largest > 0 && r.Count > largest {
-			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
-				fmt.Sprintf("requests %d %s; the largest node offers %d", r.Count, r.Name, largest))
+		if status := s.checkOffers(nodes, i); status != nil {
+			return nil, status
 		}
-		// largest == 0: no node offers it today. That is NodeResourcesFit's
-		// "Insufficient" (a node may join); calling it unresolvable here would
-		// also misjudge resources served by DRA when the class is not synced yet.
-	}
-	s := &preFilterState{demand: demand, selector: selector, labels: make([]devices.DeviceLabels, len(demand))}
-	for i, r := range demand {
-		s.labels[i] = devices.NewDeviceLabels(r.Name)
 	}
 	return s, nil
 }
@@ -83,14 +77,45 @@ func (pl *DeviceFit) servedByDRA(name v1.ResourceName) bool {
 	return r != nil && r.GetDeviceClass(name) != nil
 }
 
-func largestAllocatable(nodes []fwk.NodeInfo, name v1.ResourceName) int64 {
-	var largest int64
+// checkOffers rejects the pod when no node in the cluster could ever serve
+// request i: the largest offer of the resource is below the count, or no
+// node offering it has devices the selector (or the MIG setup) accepts, or
+// those that do are all too small. A typo in a product name then reads as
+// such, not as "Insufficient nvidia.com/gpu" on the nodes that are full.
+//
+// When no node offers the resource at all, the pod is left to
+// NodeResourcesFit ("Insufficient"): a node may join, and a DRA-served
+// resource whose DeviceClass is not synced yet must not be judged here.
+func (s *preFilterState) checkOffers(nodes []fwk.NodeInfo, i int) *fwk.Status {
+	r, labels := s.demand[i], &s.labels[i]
+	var largest, largestMatching int64
 	for _, n := range nodes {
-		if a := n.GetAllocatable().GetScalarResources()[name]; a > largest {
+		a := n.GetAllocatable().GetScalarResources()[r.Name]
+		if a > largest {
 			largest = a
 		}
+		if a > largestMatching && n.Node() != nil && s.selector.Match(labels, labels.Describe(n.Node().Labels)) == devices.Match {
+			largestMatching = a
+		}
 	}
-	return largest
+	switch {
+	case largest == 0:
+		return nil
+	case r.Count > largest:
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
+			fmt.Sprintf("requests %d %s; the largest node offers %d", r.Count, r.Name, largest))
+	case largestMatching == 0 && s.selector.IsEmpty():
+		// Only the MIG checks can refuse a pod without selector.
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
+			fmt.Sprintf("no node offering %s has a MIG setup that can serve it", r.Name))
+	case largestMatching == 0:
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
+			fmt.Sprintf("no node offering %s matches the pod's devicefit.io annotations", r.Name))
+	case r.Count > largestMatching:
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
+			fmt.Sprintf("requests %d %s; the largest node matching the pod's devicefit.io annotations offers %d", r.Count, r.Name, largestMatching))
+	}
+	return nil
 }
 
 // PreFilterExtensions returns nil: DeviceFit's verdict on a node does not

@@ -70,6 +70,22 @@ func TestPreFilter(t *testing.T) {
 			wantDemand: devices.Demand{{Name: "amd.com/gpu", Count: 2}},
 		},
 		{
+			name:       "a product no node has",
+			pod:        gpuPod("1", map[string]string{devices.AnnotationProducts: "NVIDIA-B300"}),
+			wantStatus: fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "no node offering nvidia.com/gpu matches the pod's devicefit.io annotations"),
+		},
+		{
+			// The H100 node offers 8, but the pod wants L4s: the largest is 4.
+			name:       "count above the largest matching node",
+			pod:        gpuPod("8", map[string]string{devices.AnnotationProducts: "NVIDIA-L4"}),
+			wantStatus: fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "requests 8 nvidia.com/gpu; the largest node matching the pod's devicefit.io annotations offers 4"),
+		},
+		{
+			name:       "count within the largest matching node",
+			pod:        gpuPod("4", map[string]string{devices.AnnotationProducts: "NVIDIA-L4"}),
+			wantDemand: devices.Demand{{Name: gpu, Count: 4}},
+		},
+		{
 			name:       "count outside allowedCounts",
 			args:       &config.DeviceFitArgs{DeviceResources: devices.DefaultResourcePatterns(), DeviceNodePolicy: config.DeviceNodePolicyNone, AllowedCounts: []int64{8, 1, 4, 2}},
 			pod:        gpuPod("3", nil),
@@ -140,5 +156,20 @@ func TestPreFilter(t *testing.T) {
 				t.Errorf("got %d label sets for %d requests", len(s.labels), len(s.demand))
 			}
 		})
+	}
+}
+
+func TestPreFilterMIGSetup(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	// The only node still advertising nvidia.com/mig-1g.10gb runs the single
+	// strategy: the resource is stale and no node can serve the pod.
+	stale := st.MakeNode().Name("stale").Label(devices.LabelMIGStrategy, "single").
+		Capacity(map[v1.ResourceName]string{"nvidia.com/mig-1g.10gb": "7"}).Obj()
+	pod := st.MakePod().Name("p").Res(map[v1.ResourceName]string{"nvidia.com/mig-1g.10gb": "1"}).Obj()
+	pl := newPlugin(t, defaultArgs(), nil)
+	_, status := pl.PreFilter(ctx, framework.NewCycleState(), pod, nodeInfos(stale))
+	want := fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "no node offering nvidia.com/mig-1g.10gb has a MIG setup that can serve it")
+	if diff := cmp.Diff(want, status); diff != "" {
+		t.Errorf("unexpected status (-want,+got):\n%s", diff)
 	}
 }
