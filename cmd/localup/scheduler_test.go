@@ -48,8 +48,10 @@ func TestRenderSchedulerConfig(t *testing.T) {
 	if len(cfg.Profiles) != 1 || cfg.Profiles[0].SchedulerName != schedulerName {
 		t.Fatalf("profiles %+v, want one named %s", cfg.Profiles, schedulerName)
 	}
+	// The rendered copy keeps the plugin args of manifests/ as they are.
 	pc := cfg.Profiles[0].PluginConfig
-	if len(pc) != 1 || pc[0].Name != "DeviceFit" || pc[0].Args["kind"] != "DeviceFitArgs" || pc[0].Args["deviceNodePolicy"] != "None" {
+	if len(pc) != 2 || pc[0].Name != "DeviceFit" || pc[0].Args["kind"] != "DeviceFitArgs" || pc[0].Args["deviceNodePolicy"] != "None" ||
+		pc[1].Name != "DevicePack" || pc[1].Args["kind"] != "DevicePackArgs" {
 		t.Errorf("pluginConfig %+v", pc)
 	}
 }

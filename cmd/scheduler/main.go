@@ -14,6 +14,7 @@ import (
 
 	"github.com/devicefit/devicefit/pkg/apis/config/validation"
 	"github.com/devicefit/devicefit/pkg/plugins/devicefit"
+	"github.com/devicefit/devicefit/pkg/plugins/devicepack"
 )
 
 func main() {
@@ -23,6 +24,7 @@ func main() {
 func newCommand() *cobra.Command {
 	command := app.NewSchedulerCommand(
 		app.WithPlugin(devicefit.Name, devicefit.New),
+		app.WithPlugin(devicepack.Name, devicepack.New),
 	)
 	// Upstream validates only in-tree plugin args with field paths; this names
 	// the field of a bad devicefit arg before the scheduler starts.

@@ -32,3 +32,29 @@ func (in *DeviceFitArgs) DeepCopyObject() runtime.Object {
 	}
 	return nil
 }
+
+// DeepCopyInto copies the receiver into out.
+func (in *DevicePackArgs) DeepCopyInto(out *DevicePackArgs) {
+	*out = *in
+	out.DeviceResources = append([]string(nil), in.DeviceResources...)
+	out.Workload.Classes = append([]WorkloadClass(nil), in.Workload.Classes...)
+	out.ProductValues = append([]ProductValue(nil), in.ProductValues...)
+}
+
+// DeepCopy returns a deep copy of the receiver.
+func (in *DevicePackArgs) DeepCopy() *DevicePackArgs {
+	if in == nil {
+		return nil
+	}
+	out := new(DevicePackArgs)
+	in.DeepCopyInto(out)
+	return out
+}
+
+// DeepCopyObject implements runtime.Object.
+func (in *DevicePackArgs) DeepCopyObject() runtime.Object {
+	if c := in.DeepCopy(); c != nil {
+		return c
+	}
+	return nil
+}

@@ -18,6 +18,6 @@ var (
 )
 
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(SchemeGroupVersion, &DeviceFitArgs{})
+	scheme.AddKnownTypes(SchemeGroupVersion, &DeviceFitArgs{}, &DevicePackArgs{})
 	return nil
 }

@@ -32,3 +32,73 @@ type DeviceFitArgs struct {
 	// Each value is in [1, 1024]. Empty allows any whole count.
 	AllowedCounts []int64
 }
+
+// WorkloadMode says where DevicePack takes the job distribution from.
+type WorkloadMode string
+
+const (
+	// WorkloadObserved learns the distribution from the device pods the
+	// scheduler sees, with older pods decaying (HalfLifePods).
+	WorkloadObserved WorkloadMode = "Observed"
+	// WorkloadStatic uses the classes listed in the args.
+	WorkloadStatic WorkloadMode = "Static"
+)
+
+// DevicePackArgs holds the arguments of the DevicePack plugin.
+type DevicePackArgs struct {
+	metav1.TypeMeta
+
+	// DeviceResources, as in DeviceFitArgs.
+	DeviceResources []string
+
+	// Workload is the job distribution fragmentation is measured against.
+	Workload WorkloadSpec
+
+	// Weights of the score terms; each in [0, 100].
+	FragmentationWeight int64
+	BestFitWeight       int64
+	ProductValueWeight  int64
+	// DeviceNodePenalty in [0, 100] lowers the score of device nodes for
+	// device-free pods (deviceNodePolicy Prefer); 0 disables it.
+	DeviceNodePenalty int64
+
+	// ProductValues rank products for the "least valuable product that
+	// fits" term; the first matching pattern wins. Products that match
+	// none are valued by their per-device memory.
+	ProductValues []ProductValue
+}
+
+// WorkloadSpec describes the job distribution.
+type WorkloadSpec struct {
+	Mode WorkloadMode
+	// HalfLifePods: the weight of an observed pod halves after this many
+	// newer device pods (Observed). Counted in pods, not seconds, so the same
+	// arrivals give the same scores (replays are deterministic).
+	HalfLifePods int64
+	// Classes are the Static distribution, and the prior of Observed (worth
+	// PriorPods pods in total, decaying like observations).
+	Classes []WorkloadClass
+	// PriorPods is the total weight of Classes in Observed mode.
+	PriorPods int64
+}
+
+// WorkloadClass is one kind of device job.
+type WorkloadClass struct {
+	// Resource is a device resource name, e.g. nvidia.com/gpu.
+	Resource string
+	// Devices is the count a job requests, 1..1024.
+	Devices int64
+	// MilliCPU and MemoryMiB are what a job requests besides devices.
+	MilliCPU  int64
+	MemoryMiB int64
+	// Products optionally restricts the class, as devicefit.io/products.
+	Products string
+	// Weight is the relative frequency, > 0.
+	Weight int64
+}
+
+// ProductValue values a product (pattern as in devicefit.io/products).
+type ProductValue struct {
+	Product string
+	Value   int64
+}

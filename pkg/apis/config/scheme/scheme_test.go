@@ -117,3 +117,47 @@ func TestDecodeDeviceFitArgs(t *testing.T) {
 		})
 	}
 }
+
+func TestDecodeDevicePackArgs(t *testing.T) {
+	cfg, err := decode(t, `apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: devicefit
+  plugins:
+    multiPoint:
+      enabled:
+      - name: DevicePack
+  pluginConfig:
+  - name: DevicePack
+    args:
+      bestFitWeight: 0
+      workload:
+        mode: Static
+        classes:
+        - {resource: nvidia.com/gpu, devices: 8, milliCPU: 64000, memoryMiB: 524288, products: "H100*", weight: 3}
+      productValues:
+      - {product: "NVIDIA-H100*", value: 100}
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got *config.DevicePackArgs
+	for _, pc := range cfg.Profiles[0].PluginConfig {
+		if a, ok := pc.Args.(*config.DevicePackArgs); ok {
+			got = a
+		}
+	}
+	want := &config.DevicePackArgs{
+		DeviceResources: devices.DefaultResourcePatterns(),
+		Workload: config.WorkloadSpec{
+			Mode: config.WorkloadStatic, HalfLifePods: 2000, PriorPods: 100,
+			Classes: []config.WorkloadClass{{Resource: "nvidia.com/gpu", Devices: 8, MilliCPU: 64000, MemoryMiB: 524288, Products: "H100*", Weight: 3}},
+		},
+		// An explicit 0 stays 0; unset weights get their defaults.
+		FragmentationWeight: 100, BestFitWeight: 0, ProductValueWeight: 1,
+		ProductValues: []config.ProductValue{{Product: "NVIDIA-H100*", Value: 100}},
+	}
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(config.DevicePackArgs{}, "TypeMeta")); diff != "" {
+		t.Errorf("unexpected args (-want,+got):\n%s", diff)
+	}
+}

@@ -35,3 +35,48 @@ func (in *DeviceFitArgs) DeepCopyObject() runtime.Object {
 	}
 	return nil
 }
+
+// DeepCopyInto copies the receiver into out.
+func (in *DevicePackArgs) DeepCopyInto(out *DevicePackArgs) {
+	*out = *in
+	out.DeviceResources = append([]string(nil), in.DeviceResources...)
+	if in.Workload != nil {
+		w := *in.Workload
+		w.Mode = copyPtr(in.Workload.Mode)
+		w.HalfLifePods = copyPtr(in.Workload.HalfLifePods)
+		w.PriorPods = copyPtr(in.Workload.PriorPods)
+		w.Classes = append([]WorkloadClass(nil), in.Workload.Classes...)
+		out.Workload = &w
+	}
+	out.FragmentationWeight = copyPtr(in.FragmentationWeight)
+	out.BestFitWeight = copyPtr(in.BestFitWeight)
+	out.ProductValueWeight = copyPtr(in.ProductValueWeight)
+	out.DeviceNodePenalty = copyPtr(in.DeviceNodePenalty)
+	out.ProductValues = append([]ProductValue(nil), in.ProductValues...)
+}
+
+func copyPtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+// DeepCopy returns a deep copy of the receiver.
+func (in *DevicePackArgs) DeepCopy() *DevicePackArgs {
+	if in == nil {
+		return nil
+	}
+	out := new(DevicePackArgs)
+	in.DeepCopyInto(out)
+	return out
+}
+
+// DeepCopyObject implements runtime.Object.
+func (in *DevicePackArgs) DeepCopyObject() runtime.Object {
+	if c := in.DeepCopy(); c != nil {
+		return c
+	}
+	return nil
+}

@@ -10,6 +10,9 @@ func addDefaultingFuncs(scheme *runtime.Scheme) error {
 	scheme.AddTypeDefaultingFunc(&DeviceFitArgs{}, func(obj interface{}) {
 		SetDefaults_DeviceFitArgs(obj.(*DeviceFitArgs))
 	})
+	scheme.AddTypeDefaultingFunc(&DevicePackArgs{}, func(obj interface{}) {
+		SetDefaults_DevicePackArgs(obj.(*DevicePackArgs))
+	})
 	return nil
 }
 
@@ -21,5 +24,39 @@ func SetDefaults_DeviceFitArgs(obj *DeviceFitArgs) { //nolint:revive // upstream
 	if obj.DeviceNodePolicy == nil {
 		p := DeviceNodePolicyNone
 		obj.DeviceNodePolicy = &p
+	}
+}
+
+// SetDefaults_DevicePackArgs fills the unset fields of DevicePackArgs.
+func SetDefaults_DevicePackArgs(obj *DevicePackArgs) { //nolint:revive // upstream naming for defaulters
+	if len(obj.DeviceResources) == 0 {
+		obj.DeviceResources = devices.DefaultResourcePatterns()
+	}
+	if obj.Workload == nil {
+		obj.Workload = &WorkloadSpec{}
+	}
+	w := obj.Workload
+	setDefault(&w.Mode, WorkloadObserved)
+	setDefault(&w.HalfLifePods, 2000)
+	setDefault(&w.PriorPods, 100)
+	if len(w.Classes) == 0 {
+		// A neutral prior until pods are observed: the usual power-of-two
+		// job sizes, smaller ones more frequent.
+		w.Classes = []WorkloadClass{
+			{Resource: string(devices.NVIDIAGPU), Devices: 1, Weight: 8},
+			{Resource: string(devices.NVIDIAGPU), Devices: 2, Weight: 4},
+			{Resource: string(devices.NVIDIAGPU), Devices: 4, Weight: 2},
+			{Resource: string(devices.NVIDIAGPU), Devices: 8, Weight: 1},
+		}
+	}
+	setDefault(&obj.FragmentationWeight, 100)
+	setDefault(&obj.BestFitWeight, 10)
+	setDefault(&obj.ProductValueWeight, 1)
+	setDefault(&obj.DeviceNodePenalty, 0)
+}
+
+func setDefault[T any](p **T, v T) {
+	if *p == nil {
+		*p = &v
 	}
 }

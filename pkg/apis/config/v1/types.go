@@ -36,3 +36,85 @@ type DeviceFitArgs struct {
 	// +optional
 	AllowedCounts []int64 `json:"allowedCounts,omitempty"`
 }
+
+// WorkloadMode is Observed or Static.
+type WorkloadMode string
+
+const (
+	WorkloadObserved WorkloadMode = "Observed"
+	WorkloadStatic   WorkloadMode = "Static"
+)
+
+// DevicePackArgs holds the arguments of the DevicePack plugin.
+type DevicePackArgs struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// DeviceResources, as in DeviceFitArgs. Default: the same vendor list.
+	// +optional
+	DeviceResources []string `json:"deviceResources,omitempty"`
+
+	// Workload is the job distribution that fragmentation is measured
+	// against. Default: Observed, halfLifePods 2000, with a prior of 1, 2,
+	// 4 and 8 nvidia.com/gpu jobs worth 100 pods.
+	// +optional
+	Workload *WorkloadSpec `json:"workload,omitempty"`
+
+	// FragmentationWeight (0..100, default 100) weighs the growth of
+	// expected stranded devices, in thousandths of a device.
+	// +optional
+	FragmentationWeight *int64 `json:"fragmentationWeight,omitempty"`
+	// BestFitWeight (0..100, default 10) weighs how full the node's devices
+	// are after the placement, in thousandths.
+	// +optional
+	BestFitWeight *int64 `json:"bestFitWeight,omitempty"`
+	// ProductValueWeight (0..100, default 1) prefers the least valuable
+	// product that fits, in thousandths of the most valuable one.
+	// +optional
+	ProductValueWeight *int64 `json:"productValueWeight,omitempty"`
+	// DeviceNodePenalty (0..100, default 0) lowers the score of nodes with
+	// devices for pods that request none: deviceNodePolicy Prefer.
+	// +optional
+	DeviceNodePenalty *int64 `json:"deviceNodePenalty,omitempty"`
+
+	// ProductValues rank products; the first matching pattern wins.
+	// Default: value = per-device memory in MiB.
+	// +optional
+	ProductValues []ProductValue `json:"productValues,omitempty"`
+}
+
+// WorkloadSpec describes the job distribution.
+type WorkloadSpec struct {
+	// Mode is Observed (default) or Static.
+	// +optional
+	Mode *WorkloadMode `json:"mode,omitempty"`
+	// HalfLifePods (1..10^7, default 2000): an observed pod's weight halves
+	// after this many newer device pods.
+	// +optional
+	HalfLifePods *int64 `json:"halfLifePods,omitempty"`
+	// Classes: the Static distribution, or the prior of Observed.
+	// +optional
+	Classes []WorkloadClass `json:"classes,omitempty"`
+	// PriorPods (0..10^7, default 100): the total weight of Classes in
+	// Observed mode, in pods.
+	// +optional
+	PriorPods *int64 `json:"priorPods,omitempty"`
+}
+
+// WorkloadClass is one kind of device job.
+type WorkloadClass struct {
+	Resource string `json:"resource"`
+	Devices  int64  `json:"devices"`
+	// +optional
+	MilliCPU int64 `json:"milliCPU,omitempty"`
+	// +optional
+	MemoryMiB int64 `json:"memoryMiB,omitempty"`
+	// +optional
+	Products string `json:"products,omitempty"`
+	Weight   int64  `json:"weight"`
+}
+
+// ProductValue values a product pattern (syntax of devicefit.io/products).
+type ProductValue struct {
+	Product string `json:"product"`
+	Value   int64  `json:"value"`
+}

@@ -16,9 +16,12 @@ func ValidateConfiguration(cfg *schedconfig.KubeSchedulerConfiguration) error {
 	var errs field.ErrorList
 	for i := range cfg.Profiles {
 		for j, pc := range cfg.Profiles[i].PluginConfig {
-			if args, ok := pc.Args.(*config.DeviceFitArgs); ok {
-				path := field.NewPath("profiles").Index(i).Child("pluginConfig").Index(j).Child("args")
+			path := field.NewPath("profiles").Index(i).Child("pluginConfig").Index(j).Child("args")
+			switch args := pc.Args.(type) {
+			case *config.DeviceFitArgs:
 				errs = append(errs, deviceFitArgsErrors(path, args)...)
+			case *config.DevicePackArgs:
+				errs = append(errs, devicePackArgsErrors(path, args)...)
 			}
 		}
 	}

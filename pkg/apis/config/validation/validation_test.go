@@ -107,3 +107,5 @@ profiles:
 		t.Errorf("no --config: %v", err)
 	}
 }
+
+func fieldPath(name string) *field.Path { return field.NewPath(name) }

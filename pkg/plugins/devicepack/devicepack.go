@@ -1,0 +1,97 @@
+// Package devicepack is the DevicePack scheduler plugin: fragmentation-aware
+// bin-packing of device resources. Among the nodes that fit a pod it prefers
+// the one where the expected number of stranded devices (see pkg/devices,
+// Fragmentation) grows least, then the one whose devices end up fullest, then
+// the least valuable product, so that the devices left free stay usable by
+// the jobs that actually arrive.
+package devicepack
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/devicefit/devicefit/pkg/apis/config"
+	_ "github.com/devicefit/devicefit/pkg/apis/config/scheme" // args decode from KubeSchedulerConfiguration
+	"github.com/devicefit/devicefit/pkg/apis/config/validation"
+	"github.com/devicefit/devicefit/pkg/devices"
+)
+
+// Name is the plugin name in KubeSchedulerConfiguration profiles.
+const Name = "DevicePack"
+
+var (
+	_ fwk.PreFilterPlugin   = &DevicePack{}
+	_ fwk.EnqueueExtensions = &DevicePack{}
+	_ fwk.PreScorePlugin    = &DevicePack{}
+	_ fwk.ScorePlugin       = &DevicePack{}
+	_ fwk.ScoreExtensions   = &DevicePack{}
+	_ fwk.SignPlugin        = &DevicePack{}
+)
+
+// DevicePack is the plugin. Only the workload distribution changes after New.
+type DevicePack struct {
+	resources devices.ResourceSet
+	weights   weights
+	values    []productValue
+	workload  *workload
+}
+
+type weights struct {
+	fragmentation, bestFit, productValue, deviceNodePenalty int64
+}
+
+type productValue struct {
+	pattern devices.ProductPattern
+	value   int64
+}
+
+// New builds DevicePack from its args, validating them again: tests and
+// embedders construct plugins without going through the config scheme.
+func New(_ context.Context, obj runtime.Object, _ fwk.Handle) (fwk.Plugin, error) {
+	args, ok := obj.(*config.DevicePackArgs)
+	if !ok {
+		return nil, fmt.Errorf("want args to be of type DevicePackArgs, got %T", obj)
+	}
+	if err := validation.ValidateDevicePackArgs(nil, args); err != nil {
+		return nil, err
+	}
+	set, err := devices.NewResourceSet(args.DeviceResources)
+	if err != nil {
+		return nil, err
+	}
+	w, err := newWorkload(args.Workload)
+	if err != nil {
+		return nil, err
+	}
+	pl := &DevicePack{
+		resources: set,
+		weights: weights{
+			fragmentation:     args.FragmentationWeight,
+			bestFit:           args.BestFitWeight,
+			productValue:      args.ProductValueWeight,
+			deviceNodePenalty: args.DeviceNodePenalty,
+		},
+		workload: w,
+	}
+	for _, v := range args.ProductValues {
+		p, err := devices.ParseProductPattern(v.Product)
+		if err != nil {
+			return nil, err
+		}
+		pl.values = append(pl.values, productValue{pattern: p, value: v.Value})
+	}
+	return pl, nil
+}
+
+// Name returns the plugin name.
+func (pl *DevicePack) Name() string { return Name }
+
+// EventsToRegister returns no event: DevicePack never rejects a pod, so it
+// has none to requeue (without this method the framework would register
+// every event for it).
+func (pl *DevicePack) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
+	return nil, nil
+}

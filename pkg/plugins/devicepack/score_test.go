@@ -1,0 +1,171 @@
+package devicepack
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2/ktesting"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+
+	"github.com/devicefit/devicefit/pkg/apis/config"
+)
+
+func TestScore(t *testing.T) {
+	tests := []struct {
+		name  string
+		args  func(t *testing.T) *config.DevicePackArgs
+		pod   *v1.Pod
+		nodes []fwk.NodeInfo
+		want  map[string]int64
+	}{
+		{
+			// Workload: half 4-GPU jobs, half 1-GPU jobs.
+			// "four-free" (8 GPUs, 4 used): 1 GPU leaves 3, where the 4-GPU
+			// class no longer fits: delta = 0.5·3 - 0 = +1.5 → raw -1500·100.
+			// "three-free" (8, 5 used): 2 left: 0.5·2 - 0.5·3 = -0.5 → +500·100.
+			// "empty" (8, 0 used): 7 left, both fit: 0 → 0.
+			// Normalised: three-free 100, empty 100·1500/2000 = 75, four-free 0.
+			name: "fragmentation: use devices that are stranded anyway",
+			args: func(t *testing.T) *config.DevicePackArgs {
+				return staticArgs(t, gpuClass(4, 1), gpuClass(1, 1))
+			},
+			pod: gpuPod("p", "1"),
+			nodes: []fwk.NodeInfo{
+				gpuNodeInfo("four-free", "NVIDIA-A100", "40960", "8", "4"),
+				gpuNodeInfo("three-free", "NVIDIA-A100", "40960", "8", "5"),
+				gpuNodeInfo("empty", "NVIDIA-A100", "40960", "8", "0"),
+			},
+			want: map[string]int64{"four-free": 0, "three-free": 100, "empty": 75},
+		},
+		{
+			// A 4-GPU pod: on "four-free" it leaves 0 free (delta 0 - 0 = 0);
+			// on "empty" it leaves 4, still usable (delta 0). Fragmentation
+			// ties; best fit decides: four-free (8/8 = 1000) beats empty
+			// (4/8 = 500).
+			name: "best fit breaks fragmentation ties",
+			args: func(t *testing.T) *config.DevicePackArgs {
+				a := staticArgs(t, gpuClass(4, 1), gpuClass(1, 1))
+				a.BestFitWeight = 10
+				return a
+			},
+			pod: gpuPod("p", "4"),
+			nodes: []fwk.NodeInfo{
+				gpuNodeInfo("four-free", "NVIDIA-A100", "40960", "8", "4"),
+				gpuNodeInfo("empty", "NVIDIA-A100", "40960", "8", "0"),
+			},
+			want: map[string]int64{"four-free": 100, "empty": 0},
+		},
+		{
+			// Same shape, two products: keep the H100 (81559 MiB, the most
+			// valuable by memory) for the jobs that need it.
+			name: "least valuable product",
+			args: func(t *testing.T) *config.DevicePackArgs {
+				a := staticArgs(t, gpuClass(1, 1))
+				a.ProductValueWeight = 1
+				return a
+			},
+			pod: gpuPod("p", "1"),
+			nodes: []fwk.NodeInfo{
+				gpuNodeInfo("h100", "NVIDIA-H100-80GB-HBM3", "81559", "8", "0"),
+				gpuNodeInfo("l4", "NVIDIA-L4", "23034", "8", "0"),
+			},
+			want: map[string]int64{"h100": 0, "l4": 100},
+		},
+		{
+			name: "productValues override memory",
+			args: func(t *testing.T) *config.DevicePackArgs {
+				a := staticArgs(t, gpuClass(1, 1))
+				a.ProductValueWeight = 1
+				a.ProductValues = []config.ProductValue{{Product: "NVIDIA-L4", Value: 1000}, {Product: "*", Value: 1}}
+				return a
+			},
+			pod: gpuPod("p", "1"),
+			nodes: []fwk.NodeInfo{
+				gpuNodeInfo("h100", "NVIDIA-H100-80GB-HBM3", "81559", "8", "0"),
+				gpuNodeInfo("l4", "NVIDIA-L4", "23034", "8", "0"),
+			},
+			want: map[string]int64{"h100": 100, "l4": 0},
+		},
+		{
+			// deviceNodePolicy Prefer: a CPU pod goes to the CPU node. The
+			// workload has no CPU or memory needs, so fragmentation is 0
+			// everywhere and only the penalty speaks.
+			name: "device-node penalty steers device-free pods",
+			args: func(t *testing.T) *config.DevicePackArgs {
+				a := staticArgs(t, gpuClass(1, 1))
+				a.DeviceNodePenalty = 10
+				return a
+			},
+			pod:   st.MakePod().Name("cpu").UID("cpu").Res(map[v1.ResourceName]string{v1.ResourceCPU: "1"}).Obj(),
+			nodes: []fwk.NodeInfo{gpuNodeInfo("gpu", "NVIDIA-L4", "23034", "8", "0"), cpuNodeInfo("cpu")},
+			want:  map[string]int64{"gpu": 0, "cpu": 100},
+		},
+		{
+			// A CPU pod that would leave a GPU node too little CPU for the
+			// workload's jobs (40 cores each) strands its GPUs: 8 GPUs · 1.
+			name: "a cpu pod strands gpus by taking their cpu",
+			args: func(t *testing.T) *config.DevicePackArgs {
+				return staticArgs(t, config.WorkloadClass{Resource: string(gpu), Devices: 1, MilliCPU: 40000, Weight: 1})
+			},
+			pod: st.MakePod().Name("cpu").UID("cpu").Res(map[v1.ResourceName]string{v1.ResourceCPU: "30"}).Obj(),
+			nodes: []fwk.NodeInfo{
+				gpuNodeInfo("gpu-a", "NVIDIA-L4", "23034", "8", "0"),
+				cpuNodeInfo("cpu"),
+			},
+			want: map[string]int64{"gpu-a": 0, "cpu": 100},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pl := newPlugin(t, tt.args(t))
+			got := scores(t, pl, tt.pod, tt.nodes...)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("unexpected scores (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPreScoreSkipsWithoutDeviceNodes(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	pl := newPlugin(t, defaultArgs(t))
+	s := pl.PreScore(ctx, framework.NewCycleState(), gpuPod("p", "1"), []fwk.NodeInfo{cpuNodeInfo("a"), cpuNodeInfo("b")})
+	if !s.IsSkip() {
+		t.Errorf("got %v, want Skip", s)
+	}
+}
+
+func TestNormalizeScore(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	pl := newPlugin(t, defaultArgs(t))
+	list := fwk.NodeScoreList{{Name: "a", Score: -9e15}, {Name: "b", Score: 9e15}, {Name: "c", Score: 0}}
+	if s := pl.NormalizeScore(ctx, nil, nil, list); !s.IsSuccess() {
+		t.Fatal(s)
+	}
+	want := fwk.NodeScoreList{{Name: "a", Score: 0}, {Name: "b", Score: 100}, {Name: "c", Score: 50}}
+	if diff := cmp.Diff(want, list); diff != "" {
+		t.Errorf("extreme range (-want,+got):\n%s", diff)
+	}
+	same := fwk.NodeScoreList{{Name: "a", Score: 7}, {Name: "b", Score: 7}}
+	_ = pl.NormalizeScore(ctx, nil, nil, same)
+	if same[0].Score != fwk.MaxNodeScore || same[1].Score != fwk.MaxNodeScore {
+		t.Errorf("equal scores: got %v, want all %d", same, fwk.MaxNodeScore)
+	}
+}
+
+func TestScoreAllocations(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	pl := newPlugin(t, defaultArgs(t))
+	pod := gpuPod("p", "2")
+	ni := gpuNodeInfo("n", "NVIDIA-A100", "40960", "8", "3")
+	state := framework.NewCycleState()
+	if s := pl.PreScore(ctx, state, pod, []fwk.NodeInfo{ni}); !s.IsSuccess() {
+		t.Fatal(s)
+	}
+	if allocs := testing.AllocsPerRun(100, func() { _, _ = pl.Score(ctx, state, pod, ni) }); allocs != 0 {
+		t.Errorf("Score allocated %v times per run, want 0", allocs)
+	}
+}

@@ -1,0 +1,229 @@
+package devicepack
+
+import (
+	"math"
+	"math/bits"
+	"sort"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/devicefit/devicefit/pkg/apis/config"
+	"github.com/devicefit/devicefit/pkg/devices"
+)
+
+// maxClasses bounds the distribution Score iterates per node: the heaviest
+// classes are kept, the long tail is dropped (and the rest renormalised).
+const maxClasses = 64
+
+// rescaleAt keeps the growing observation weights (2^(n/halfLife)) finite.
+const rescaleAt = 1 << 50
+
+// classKey identifies a class of device jobs. CPU and memory are rounded up
+// to three significant bits (at most 12.5% over), so a trace with thousands
+// of distinct requests still has few classes, and a rounded class never
+// claims to fit where the real jobs would not.
+type classKey struct {
+	resource    v1.ResourceName
+	devices     int64
+	milliCPU    int64
+	memoryBytes int64
+	products    string
+}
+
+type classEntry struct {
+	selector devices.Selector
+	weight   float64
+}
+
+// workload is the job distribution. Static: fixed. Observed: a histogram of
+// the device pods seen, each weighted 2^(n/halfLife) for the n-th observation,
+// which is the same as halving every older weight each halfLife pods, without
+// touching them.
+type workload struct {
+	observed bool
+	halfLife float64
+
+	mu      sync.Mutex
+	classes map[classKey]*classEntry
+	n       float64 // observations so far
+	scale   float64 // weight of the next observation
+	seen    seenSet
+	cached  *devices.Workload
+	changed bool
+}
+
+func newWorkload(spec config.WorkloadSpec) (*workload, error) {
+	w := &workload{
+		observed: spec.Mode == config.WorkloadObserved,
+		halfLife: float64(spec.HalfLifePods),
+		classes:  map[classKey]*classEntry{},
+		scale:    1,
+		seen:     newSeenSet(1 << 16),
+		changed:  true,
+	}
+	var total int64
+	for _, c := range spec.Classes {
+		total += c.Weight
+	}
+	for _, c := range spec.Classes {
+		sel, err := devices.ParseSelector(productAnnotation(c.Products))
+		if err != nil {
+			return nil, err
+		}
+		weight := float64(c.Weight)
+		if w.observed {
+			// The prior is worth PriorPods observations in all.
+			weight = float64(c.Weight) / float64(total) * float64(spec.PriorPods)
+		}
+		key := classKey{
+			resource: v1.ResourceName(c.Resource), devices: c.Devices,
+			milliCPU: roundUp3(c.MilliCPU), memoryBytes: roundUp3(c.MemoryMiB << 20), products: c.Products,
+		}
+		w.add(key, sel, weight)
+	}
+	if len(w.classes) == 0 && !w.observed {
+		return nil, errEmptyStatic
+	}
+	return w, nil
+}
+
+func productAnnotation(products string) map[string]string {
+	if products == "" {
+		return nil
+	}
+	return map[string]string{devices.AnnotationProducts: products}
+}
+
+func (w *workload) add(key classKey, sel devices.Selector, weight float64) {
+	e, ok := w.classes[key]
+	if !ok {
+		e = &classEntry{selector: sel}
+		w.classes[key] = e
+	}
+	e.weight += weight
+	w.changed = true
+}
+
+// observe records a device pod once (by UID: retries of an unschedulable pod
+// must not make its class look more frequent than it is).
+func (w *workload) observe(uid string, demand devices.Demand, milliCPU, memoryBytes int64, products string, sel devices.Selector) {
+	if !w.observed || len(demand) == 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.seen.insert(uid) {
+		return
+	}
+	// The class is the pod's largest device request: a pod asking for two
+	// kinds of devices is rare, and its biggest ask is what strands capacity.
+	r := demand[0]
+	for _, d := range demand[1:] {
+		if d.Count > r.Count {
+			r = d
+		}
+	}
+	key := classKey{resource: r.Name, devices: r.Count, milliCPU: roundUp3(milliCPU), memoryBytes: roundUp3(memoryBytes), products: products}
+	w.add(key, sel, w.scale)
+	w.n++
+	w.scale = math.Exp2(w.n / w.halfLife)
+	if w.scale > rescaleAt {
+		for _, e := range w.classes {
+			e.weight /= w.scale
+		}
+		w.n, w.scale = 0, 1
+	}
+}
+
+// snapshot returns the current distribution; the result is immutable and
+// shared until the next observation.
+func (w *workload) snapshot() (*devices.Workload, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.changed {
+		return w.cached, nil
+	}
+	keys := make([]classKey, 0, len(w.classes))
+	for k := range w.classes {
+		keys = append(keys, k)
+	}
+	// Heaviest first; ties by key so the kept set is deterministic.
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := w.classes[keys[i]], w.classes[keys[j]]
+		if a.weight != b.weight {
+			return a.weight > b.weight
+		}
+		return lessKey(keys[i], keys[j])
+	})
+	if len(keys) > maxClasses {
+		keys = keys[:maxClasses]
+	}
+	classes := make([]devices.Class, len(keys))
+	for i, k := range keys {
+		e := w.classes[k]
+		classes[i] = devices.Class{Resource: k.resource, Devices: k.devices, MilliCPU: k.milliCPU,
+			MemoryBytes: k.memoryBytes, Selector: e.selector, Weight: e.weight}
+	}
+	if len(classes) == 0 {
+		w.cached, w.changed = nil, false
+		return nil, nil
+	}
+	wl, err := devices.NewWorkload(classes)
+	if err != nil {
+		return nil, err
+	}
+	w.cached, w.changed = wl, false
+	return wl, nil
+}
+
+func lessKey(a, b classKey) bool {
+	switch {
+	case a.resource != b.resource:
+		return a.resource < b.resource
+	case a.devices != b.devices:
+		return a.devices < b.devices
+	case a.milliCPU != b.milliCPU:
+		return a.milliCPU < b.milliCPU
+	case a.memoryBytes != b.memoryBytes:
+		return a.memoryBytes < b.memoryBytes
+	}
+	return a.products < b.products
+}
+
+// roundUp3 rounds v up to its three most significant bits.
+func roundUp3(v int64) int64 {
+	if v <= 8 {
+		return v
+	}
+	shift := bits.Len64(uint64(v)) - 3
+	unit := int64(1) << shift
+	return (v + unit - 1) / unit * unit
+}
+
+// seenSet remembers recent pod UIDs in two generations: when the current one
+// is full it becomes the old one, so memory stays bounded and a pod retried
+// within about max newer pods is not counted twice.
+type seenSet struct {
+	max      int
+	cur, old map[string]struct{}
+}
+
+func newSeenSet(max int) seenSet {
+	return seenSet{max: max, cur: map[string]struct{}{}, old: map[string]struct{}{}}
+}
+
+// insert reports whether uid is new.
+func (s *seenSet) insert(uid string) bool {
+	if _, ok := s.cur[uid]; ok {
+		return false
+	}
+	if _, ok := s.old[uid]; ok {
+		return false
+	}
+	if len(s.cur) >= s.max {
+		s.old, s.cur = s.cur, make(map[string]struct{}, s.max)
+	}
+	s.cur[uid] = struct{}{}
+	return true
+}

@@ -1,0 +1,118 @@
+package devicepack
+
+import (
+	"math"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2/ktesting"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/devicefit/devicefit/pkg/apis/config"
+	"github.com/devicefit/devicefit/pkg/devices"
+)
+
+func TestRoundUp3(t *testing.T) {
+	for in, want := range map[int64]int64{0: 0, 7: 7, 8: 8, 9: 10, 12: 12, 13: 14, 1000: 1024, 4000: 4096, 88000: 98304, 12288: 12288} {
+		if got := roundUp3(in); got != want {
+			t.Errorf("roundUp3(%d) = %d, want %d", in, got, want)
+		}
+	}
+}
+
+// weights returns the snapshot's class weights by device count.
+func weightsByDevices(t *testing.T, w *workload) map[int64]float64 {
+	t.Helper()
+	wl, err := w.snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int64]float64{}
+	for _, c := range wl.Classes() {
+		out[c.Devices] += math.Round(c.Weight*1000) / 1000
+	}
+	return out
+}
+
+func TestObservedWorkload(t *testing.T) {
+	w, err := newWorkload(config.WorkloadSpec{
+		Mode: config.WorkloadObserved, HalfLifePods: 2, PriorPods: 1,
+		Classes: []config.WorkloadClass{{Resource: string(gpu), Devices: 8, Weight: 1}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	demand := func(n int64) devices.Demand { return devices.Demand{{Name: gpu, Count: n}} }
+	// Only the prior so far.
+	if diff := cmp.Diff(map[int64]float64{8: 1}, weightsByDevices(t, w)); diff != "" {
+		t.Errorf("prior (-want,+got):\n%s", diff)
+	}
+	// Weights: prior 1; obs #0 weight 2^(0/2) = 1; obs #1 2^(1/2) ≈ 1.414.
+	w.observe("a", demand(1), 1000, 1<<30, "", devices.Selector{})
+	w.observe("a", demand(1), 1000, 1<<30, "", devices.Selector{}) // a retry: ignored
+	w.observe("b", demand(2), 1000, 1<<30, "", devices.Selector{})
+	total := 1 + 1 + math.Sqrt2
+	want := map[int64]float64{
+		8: math.Round(1/total*1000) / 1000,
+		1: math.Round(1/total*1000) / 1000,
+		2: math.Round(math.Sqrt2/total*1000) / 1000,
+	}
+	if diff := cmp.Diff(want, weightsByDevices(t, w)); diff != "" {
+		t.Errorf("after two pods (-want,+got):\n%s", diff)
+	}
+}
+
+func TestStaticWorkloadIgnoresPods(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	pl := newPlugin(t, staticArgs(t, gpuClass(4, 1)))
+	if _, s := pl.PreFilter(ctx, framework.NewCycleState(), gpuPod("p", "1"), nil); !s.IsSkip() {
+		t.Fatalf("PreFilter: %v, want Skip", s)
+	}
+	if diff := cmp.Diff(map[int64]float64{4: 1}, weightsByDevices(t, pl.workload)); diff != "" {
+		t.Errorf("static workload changed (-want,+got):\n%s", diff)
+	}
+}
+
+func TestPreFilterObserves(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	args := defaultArgs(t)
+	args.Workload.PriorPods = 0
+	pl := newPlugin(t, args)
+	for _, p := range []*v1.Pod{gpuPod("a", "2"), gpuPod("b", "2"), gpuPod("c", "8")} {
+		if _, s := pl.PreFilter(ctx, framework.NewCycleState(), p, nil); !s.IsSkip() {
+			t.Fatalf("PreFilter(%s): %v, want Skip", p.Name, s)
+		}
+	}
+	got := weightsByDevices(t, pl.workload)
+	if len(got) != 2 || got[2] <= got[8] {
+		t.Errorf("want two classes with 2-GPU jobs heavier than 8-GPU jobs, got %v", got)
+	}
+}
+
+func TestSnapshotKeepsHeaviestClasses(t *testing.T) {
+	w, err := newWorkload(config.WorkloadSpec{Mode: config.WorkloadObserved, HalfLifePods: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 100 distinct classes (by device count), class i observed i+1 times.
+	for i := int64(0); i < 100; i++ {
+		for j := int64(0); j <= i; j++ {
+			uid := string(rune('A'+i)) + string(rune('A'+j))
+			w.observe(uid, devices.Demand{{Name: gpu, Count: i + 1}}, 0, 0, "", devices.Selector{})
+		}
+	}
+	wl, err := w.snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(wl.Classes()); n != maxClasses {
+		t.Fatalf("kept %d classes, want %d", n, maxClasses)
+	}
+	// The lightest kept class is the 37th (100 - 64 + 1 devices).
+	for _, c := range wl.Classes() {
+		if c.Devices < 100-maxClasses+1 {
+			t.Errorf("kept a light class: %d devices", c.Devices)
+		}
+	}
+}
