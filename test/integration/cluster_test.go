@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 	"k8s.io/kubernetes/pkg/scheduler"
+	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 	configtesting "k8s.io/kubernetes/pkg/scheduler/apis/config/testing"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	testutil "k8s.io/kubernetes/test/integration/util"
@@ -16,6 +17,7 @@ import (
 	_ "github.com/devicefit/devicefit/pkg/apis/config/scheme"
 	dfv1 "github.com/devicefit/devicefit/pkg/apis/config/v1"
 	"github.com/devicefit/devicefit/pkg/plugins/devicefit"
+	"github.com/devicefit/devicefit/pkg/plugins/devicepack"
 )
 
 // Scheduler names of the profiles the tests run. A pod picks its profile with
@@ -79,6 +81,7 @@ func TestDeviceFit(t *testing.T) {
 	t.Run("Placement", func(t *testing.T) { testPlacement(t, api.suite(t, "placement")) })
 	t.Run("NoOvercommit", func(t *testing.T) { testNoOvercommit(t, api.suite(t, "overcommit")) })
 	t.Run("DRAExtendedResource", func(t *testing.T) { testDRAExtendedResource(t, api.suite(t, "dra")) })
+	t.Run("Packing", func(t *testing.T) { testPacking(t, api.suite(t, "packing")) })
 }
 
 // startAPIServer starts a kube-apiserver for t (torn down, with all nodes and
@@ -105,9 +108,16 @@ func (c *cluster) startScheduler(t *testing.T, profiles ...configv1.KubeSchedule
 	cfg := configtesting.V1ToInternalWithDefaults(t, configv1.KubeSchedulerConfiguration{
 		Profiles: profiles,
 	})
-	registry := frameworkruntime.Registry{devicefit.Name: devicefit.New}
+	c.startSchedulerWithProfiles(t, cfg.Profiles...)
+}
+
+// startSchedulerWithProfiles starts the scheduler with internal (decoded and
+// defaulted) profiles, e.g. those of manifests/scheduler-config.yaml.
+func (c *cluster) startSchedulerWithProfiles(t *testing.T, profiles ...schedconfig.KubeSchedulerProfile) {
+	t.Helper()
+	registry := frameworkruntime.Registry{devicefit.Name: devicefit.New, devicepack.Name: devicepack.New}
 	testutil.InitTestSchedulerWithOptions(t, c.TestContext, 0,
-		scheduler.WithProfiles(cfg.Profiles...),
+		scheduler.WithProfiles(profiles...),
 		scheduler.WithFrameworkOutOfTreeRegistry(registry),
 		// Retry unschedulable pods quickly: some tests free capacity and expect
 		// waiting pods to follow promptly.
@@ -117,4 +127,12 @@ func (c *cluster) startScheduler(t *testing.T, profiles ...configv1.KubeSchedule
 	t.Cleanup(c.SchedulerCloseFn)
 	testutil.SyncSchedulerInformerFactory(c.TestContext)
 	go c.Scheduler.Run(c.SchedulerCtx)
+}
+
+// v1ToInternal converts and defaults one v1 profile.
+func v1ToInternal(t *testing.T, p configv1.KubeSchedulerProfile) schedconfig.KubeSchedulerProfile {
+	t.Helper()
+	return configtesting.V1ToInternalWithDefaults(t, configv1.KubeSchedulerConfiguration{
+		Profiles: []configv1.KubeSchedulerProfile{p},
+	}).Profiles[0]
 }
