@@ -80,6 +80,24 @@ func NewWorkload(classes []Class) (*Workload, error) {
 // Classes returns the normalised classes; callers must not modify them.
 func (w *Workload) Classes() []Class { return w.classes }
 
+// Accepts reports whether jobs of class i can use devices d of resource r,
+// counts aside: the resource matches and the class selector accepts d.
+func (w *Workload) Accepts(i int, r v1.ResourceName, d Device) bool {
+	c := &w.classes[i]
+	return c.Resource == r && c.Selector.Match(&w.labels[i], d) == Match
+}
+
+// Acceptance returns, per class, whether it accepts devices d of resource r
+// (Accepts for every class). Nodes with the same kind of devices share one
+// acceptance: compute it once per kind, then use StrandedDeltaWith per node.
+func (w *Workload) Acceptance(r v1.ResourceName, d Device) []bool {
+	acc := make([]bool, len(w.classes))
+	for i := range w.classes {
+		acc[i] = w.Accepts(i, r, d)
+	}
+	return acc
+}
+
 // NodeFree is what a node has left for one device resource.
 type NodeFree struct {
 	Resource    v1.ResourceName
@@ -112,6 +130,31 @@ func (w *Workload) fits(i int, n NodeFree) bool {
 		c.MilliCPU <= n.MilliCPU &&
 		c.MemoryBytes <= n.MemoryBytes &&
 		c.Selector.Match(&w.labels[i], n.Device) == Match
+}
+
+// StrandedDeltaWith is StrandedDelta with the node's Acceptance precomputed:
+// the selector matching, by far the dearest part, then happens once per kind
+// of device instead of once per node.
+func (w *Workload) StrandedDeltaWith(acc []bool, n NodeFree, devices, milliCPU, memoryBytes int64) float64 {
+	after := n
+	after.Devices -= devices
+	after.MilliCPU -= milliCPU
+	after.MemoryBytes -= memoryBytes
+	return w.strandedWith(acc, after) - w.strandedWith(acc, n)
+}
+
+func (w *Workload) strandedWith(acc []bool, n NodeFree) float64 {
+	if n.Devices <= 0 {
+		return 0
+	}
+	var unusable float64
+	for i := range w.classes {
+		c := &w.classes[i]
+		if !acc[i] || c.Devices > n.Devices || c.MilliCPU > n.MilliCPU || c.MemoryBytes > n.MemoryBytes {
+			unusable += c.Weight
+		}
+	}
+	return unusable * float64(n.Devices)
 }
 
 // StrandedDelta is F(after) - F(before) for placing a job that takes devices,

@@ -106,3 +106,30 @@ func TestStrandedAllocations(t *testing.T) {
 		t.Errorf("StrandedDelta allocated %v times per run, want 0", allocs)
 	}
 }
+
+// TestStrandedDeltaWith checks the precomputed-acceptance path against the
+// direct one on a mixed workload.
+func TestStrandedDeltaWith(t *testing.T) {
+	h100, err := ParseSelector(map[string]string{AnnotationProducts: "H100*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := mustWorkload(t,
+		Class{Resource: NVIDIAGPU, Devices: 1, MilliCPU: 8000, Weight: 5},
+		Class{Resource: NVIDIAGPU, Devices: 4, MemoryBytes: 64 * gi, Weight: 2, Selector: h100},
+		Class{Resource: NVIDIAGPU, Devices: 8, Weight: 1},
+		Class{Resource: "amd.com/gpu", Devices: 2, Weight: 1},
+	)
+	for _, d := range []Device{{Product: "NVIDIA-H100-80GB-HBM3"}, {Product: "NVIDIA-L4"}} {
+		acc := w.Acceptance(NVIDIAGPU, d)
+		for free := int64(0); free <= 8; free++ {
+			n := NodeFree{Resource: NVIDIAGPU, Devices: free, MilliCPU: 32000, MemoryBytes: 128 * gi, Device: d}
+			for take := int64(0); take <= free; take++ {
+				want := w.StrandedDelta(n, take, 4000, 16*gi)
+				if got := w.StrandedDeltaWith(acc, n, take, 4000, 16*gi); got != want {
+					t.Errorf("%s free %d take %d: StrandedDeltaWith %v, StrandedDelta %v", d.Product, free, take, got, want)
+				}
+			}
+		}
+	}
+}

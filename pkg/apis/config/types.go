@@ -58,6 +58,9 @@ type DevicePackArgs struct {
 	FragmentationWeight int64
 	BestFitWeight       int64
 	ProductValueWeight  int64
+	// ScarcityWeight weighs the expected loss of placements for jobs that
+	// accept only some products, when a pod takes such products' devices.
+	ScarcityWeight int64
 	// DeviceNodePenalty in [0, 100] lowers the score of device nodes for
 	// device-free pods (deviceNodePolicy Prefer); 0 disables it.
 	DeviceNodePenalty int64

@@ -40,7 +40,7 @@ type DevicePack struct {
 }
 
 type weights struct {
-	fragmentation, bestFit, productValue, deviceNodePenalty int64
+	fragmentation, bestFit, productValue, scarcity, deviceNodePenalty int64
 }
 
 type productValue struct {
@@ -72,6 +72,7 @@ func New(_ context.Context, obj runtime.Object, _ fwk.Handle) (fwk.Plugin, error
 			fragmentation:     args.FragmentationWeight,
 			bestFit:           args.BestFitWeight,
 			productValue:      args.ProductValueWeight,
+			scarcity:          args.ScarcityWeight,
 			deviceNodePenalty: args.DeviceNodePenalty,
 		},
 		workload: w,

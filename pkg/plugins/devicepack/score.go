@@ -24,6 +24,22 @@ type preScoreState struct {
 	labels map[v1.ResourceName]*devices.DeviceLabels
 	// maxValue is the largest product value among the candidates (> 0).
 	maxValue int64
+	// kinds holds, per kind of free device on the candidates, which
+	// workload classes accept it and its scarcity pressure (computeKinds).
+	kinds map[deviceKind]*kindInfo
+}
+
+type kindInfo struct {
+	accept []bool
+	// pressure: expected devices of product-constrained demand left without
+	// room per device of this kind a placement takes.
+	pressure float64
+}
+
+// deviceKind is a device resource and what the node labels say about it.
+type deviceKind struct {
+	resource v1.ResourceName
+	device   devices.Device
 }
 
 // Clone implements fwk.StateData; the state is never modified.
@@ -99,8 +115,69 @@ func (pl *DevicePack) PreScore(_ context.Context, cycleState fwk.CycleState, pod
 		// No candidate has devices: nothing to pack, nothing to strand.
 		return fwk.NewStatus(fwk.Skip)
 	}
+	if wl != nil {
+		s.computeKinds(nodes, pl.weights.scarcity > 0 && len(demand) > 0)
+	}
 	cycleState.Write(preScoreStateKey, s)
 	return nil
+}
+
+// computeKinds groups the candidates' free devices by kind (what the labels
+// say about them; a fleet has few kinds) and computes, once per kind, which
+// workload classes accept it and its scarcity pressure. Score then looks the
+// kind up instead of matching every class selector on every node.
+//
+// Pressure is what fragmentation alone does not see: to FGD a free T4 is
+// usable whoever takes it, so 1-GPU jobs without a selector happily fill the
+// small T4 nodes and the jobs that accept only T4 find none left. For each
+// class with a product selector, taking one device it accepts costs
+// weight · (free devices) / (free devices it accepts): the expected devices
+// of its demand left without room. The candidates stand in for the cluster:
+// nodes that cannot take this pod rarely hold free devices anyway.
+func (s *preScoreState) computeKinds(nodes []fwk.NodeInfo, scarcity bool) {
+	free := map[deviceKind]int64{}
+	var total int64
+	for _, n := range nodes {
+		node := n.Node()
+		if node == nil {
+			continue
+		}
+		req := n.GetRequested().GetScalarResources()
+		for name, a := range n.GetAllocatable().GetScalarResources() {
+			l, ok := s.labels[name]
+			f := a - req[name]
+			if !ok || f <= 0 {
+				continue
+			}
+			total += f
+			free[deviceKind{resource: name, device: l.Describe(node.Labels)}] += f
+		}
+	}
+	s.kinds = make(map[deviceKind]*kindInfo, len(free))
+	for k := range free {
+		s.kinds[k] = &kindInfo{accept: s.workload.Acceptance(k.resource, k.device)}
+	}
+	if !scarcity {
+		return
+	}
+	classes := s.workload.Classes()
+	for i := range classes {
+		if classes[i].Selector.IsEmpty() {
+			continue
+		}
+		var supply int64
+		for k, f := range free {
+			if s.kinds[k].accept[i] {
+				supply += f
+			}
+		}
+		p := classes[i].Weight * float64(total) / float64(max(supply, 1))
+		for _, info := range s.kinds {
+			if info.accept[i] {
+				info.pressure += p
+			}
+		}
+	}
 }
 
 // value ranks a product: the first matching productValues entry, else its
@@ -139,7 +216,7 @@ func (pl *DevicePack) score(s *preScoreState, nodeInfo fwk.NodeInfo) int64 {
 	freeMem := alloc.GetMemory() - req.GetMemory()
 	labels := nodeInfo.Node().Labels
 
-	var frag, fit, value int64
+	var frag, fit, value, scarcity int64
 	hasDevices := false
 	for name, a := range alloc.GetScalarResources() {
 		l, ok := s.labels[name]
@@ -150,8 +227,11 @@ func (pl *DevicePack) score(s *preScoreState, nodeInfo fwk.NodeInfo) int64 {
 		used := req.GetScalarResources()[name]
 		take := s.demand.Count(name)
 		d := l.Describe(labels)
-		if s.workload != nil {
-			delta := s.workload.StrandedDelta(devices.NodeFree{
+		// A kind is missing only when the node has no free device of it;
+		// then nothing can be stranded there (F = 0 before and after).
+		info := s.kinds[deviceKind{resource: name, device: d}]
+		if info != nil {
+			delta := s.workload.StrandedDeltaWith(info.accept, devices.NodeFree{
 				Resource: name, Devices: a - used, MilliCPU: freeCPU, MemoryBytes: freeMem, Device: d,
 			}, take, s.milliCPU, s.memoryBytes)
 			frag -= int64(math.Round(delta * 1000))
@@ -159,9 +239,12 @@ func (pl *DevicePack) score(s *preScoreState, nodeInfo fwk.NodeInfo) int64 {
 		if take > 0 {
 			fit += (used + take) * 1000 / a
 			value += 1000 - pl.value(d)*1000/s.maxValue
+			if info != nil {
+				scarcity -= int64(math.Round(info.pressure * float64(take) * 1000))
+			}
 		}
 	}
-	score := pl.weights.fragmentation*frag + pl.weights.bestFit*fit + pl.weights.productValue*value
+	score := pl.weights.fragmentation*frag + pl.weights.bestFit*fit + pl.weights.productValue*value + pl.weights.scarcity*scarcity
 	if hasDevices && len(s.demand) == 0 {
 		score -= pl.weights.deviceNodePenalty * 1000
 	}

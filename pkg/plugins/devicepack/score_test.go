@@ -90,6 +90,44 @@ func TestScore(t *testing.T) {
 			want: map[string]int64{"h100": 100, "l4": 0},
 		},
 		{
+			// Half the jobs accept only T4. An unconstrained 1-GPU job on the
+			// 2-GPU T4 node (fuller after: best fit) would take a device only
+			// half the jobs can use elsewhere. Free: 2 T4 + 8 L4 = 10; the
+			// T4-only class accepts 2: pressure 0.5 · 10/2 = 2.5 devices per
+			// T4 taken → raw -2500·100 on t4, 0 on l4. Fragmentation: the
+			// T4-only class strands all 8 L4s (0.5·8 = 4 → 0.5·7 = 3.5, delta
+			// -0.5) and the T4s strand nothing either way (delta 0): l4 +50000.
+			// Best fit (weight 10): t4 1/2 = 500·10, l4 1/8 = 125·10.
+			// t4 = -250000 + 5000, l4 = 50000 + 1250: l4 100, t4 0.
+			name: "scarcity: keep the product constrained jobs need",
+			args: func(t *testing.T) *config.DevicePackArgs {
+				a := staticArgs(t, gpuClass(1, 1), config.WorkloadClass{Resource: string(gpu), Devices: 1, Products: "Tesla-T4", Weight: 1})
+				a.BestFitWeight = 10
+				return a
+			},
+			pod: gpuPod("p", "1"),
+			nodes: []fwk.NodeInfo{
+				gpuNodeInfo("t4", "Tesla-T4", "15360", "2", "0"),
+				gpuNodeInfo("l4", "NVIDIA-L4", "23034", "8", "0"),
+			},
+			want: map[string]int64{"t4": 0, "l4": 100},
+		},
+		{
+			// Without the scarcity term, best fit sends it to the T4 node.
+			name: "without scarcity, best fit fills the small T4 node",
+			args: func(t *testing.T) *config.DevicePackArgs {
+				a := staticArgs(t, gpuClass(1, 1), config.WorkloadClass{Resource: string(gpu), Devices: 1, Products: "Tesla-T4", Weight: 1})
+				a.BestFitWeight, a.FragmentationWeight, a.ScarcityWeight = 10, 0, 0
+				return a
+			},
+			pod: gpuPod("p", "1"),
+			nodes: []fwk.NodeInfo{
+				gpuNodeInfo("t4", "Tesla-T4", "15360", "2", "0"),
+				gpuNodeInfo("l4", "NVIDIA-L4", "23034", "8", "0"),
+			},
+			want: map[string]int64{"t4": 100, "l4": 0},
+		},
+		{
 			// deviceNodePolicy Prefer: a CPU pod goes to the CPU node. The
 			// workload has no CPU or memory needs, so fragmentation is 0
 			// everywhere and only the penalty speaks.

@@ -154,7 +154,7 @@ profiles:
 			Classes: []config.WorkloadClass{{Resource: "nvidia.com/gpu", Devices: 8, MilliCPU: 64000, MemoryMiB: 524288, Products: "H100*", Weight: 3}},
 		},
 		// An explicit 0 stays 0; unset weights get their defaults.
-		FragmentationWeight: 100, BestFitWeight: 0, ProductValueWeight: 1,
+		FragmentationWeight: 100, BestFitWeight: 0, ProductValueWeight: 1, ScarcityWeight: 100,
 		ProductValues: []config.ProductValue{{Product: "NVIDIA-H100*", Value: 100}},
 	}
 	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(config.DevicePackArgs{}, "TypeMeta")); diff != "" {

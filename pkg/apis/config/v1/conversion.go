@@ -59,6 +59,7 @@ func Convert_v1_DevicePackArgs_To_config_DevicePackArgs(in *DevicePackArgs, out 
 		FragmentationWeight: deref(in.FragmentationWeight),
 		BestFitWeight:       deref(in.BestFitWeight),
 		ProductValueWeight:  deref(in.ProductValueWeight),
+		ScarcityWeight:      deref(in.ScarcityWeight),
 		DeviceNodePenalty:   deref(in.DeviceNodePenalty),
 	}
 	for _, v := range in.ProductValues {
@@ -85,6 +86,7 @@ func Convert_config_DevicePackArgs_To_v1_DevicePackArgs(in *config.DevicePackArg
 		FragmentationWeight: ptrTo(in.FragmentationWeight),
 		BestFitWeight:       ptrTo(in.BestFitWeight),
 		ProductValueWeight:  ptrTo(in.ProductValueWeight),
+		ScarcityWeight:      ptrTo(in.ScarcityWeight),
 		DeviceNodePenalty:   ptrTo(in.DeviceNodePenalty),
 		Workload: &WorkloadSpec{
 			Mode:         &mode,

@@ -51,6 +51,7 @@ func (in *DevicePackArgs) DeepCopyInto(out *DevicePackArgs) {
 	out.FragmentationWeight = copyPtr(in.FragmentationWeight)
 	out.BestFitWeight = copyPtr(in.BestFitWeight)
 	out.ProductValueWeight = copyPtr(in.ProductValueWeight)
+	out.ScarcityWeight = copyPtr(in.ScarcityWeight)
 	out.DeviceNodePenalty = copyPtr(in.DeviceNodePenalty)
 	out.ProductValues = append([]ProductValue(nil), in.ProductValues...)
 }

@@ -71,6 +71,12 @@ type DevicePackArgs struct {
 	// product that fits, in thousandths of the most valuable one.
 	// +optional
 	ProductValueWeight *int64 `json:"productValueWeight,omitempty"`
+	// ScarcityWeight (0..100, default 100) weighs, in thousandths of a
+	// device, the demand of product-constrained jobs (devicefit.io/products)
+	// that a placement would leave without room: taking a device that such
+	// jobs need costs Σ weight(class)·free devices/free devices they accept.
+	// +optional
+	ScarcityWeight *int64 `json:"scarcityWeight,omitempty"`
 	// DeviceNodePenalty (0..100, default 0) lowers the score of nodes with
 	// devices for pods that request none: deviceNodePolicy Prefer.
 	// +optional

@@ -35,13 +35,14 @@ func devicePackArgsErrors(path *field.Path, args *config.DevicePackArgs) field.E
 		{"fragmentationWeight", args.FragmentationWeight},
 		{"bestFitWeight", args.BestFitWeight},
 		{"productValueWeight", args.ProductValueWeight},
+		{"scarcityWeight", args.ScarcityWeight},
 		{"deviceNodePenalty", args.DeviceNodePenalty},
 	} {
 		if w.value < 0 || w.value > maxWeight {
 			errs = append(errs, field.Invalid(path.Child(w.name), w.value, fmt.Sprintf("must be between 0 and %d", maxWeight)))
 		}
 	}
-	if args.FragmentationWeight+args.BestFitWeight+args.ProductValueWeight+args.DeviceNodePenalty == 0 {
+	if args.FragmentationWeight+args.BestFitWeight+args.ProductValueWeight+args.ScarcityWeight+args.DeviceNodePenalty == 0 {
 		errs = append(errs, field.Invalid(path, "", "all weights are 0: DevicePack would score nothing"))
 	}
 

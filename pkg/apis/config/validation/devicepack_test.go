@@ -38,7 +38,7 @@ func TestValidateDevicePackArgs(t *testing.T) {
 		{
 			name: "all weights zero",
 			edit: func(a *config.DevicePackArgs) {
-				a.FragmentationWeight, a.BestFitWeight, a.ProductValueWeight, a.DeviceNodePenalty = 0, 0, 0, 0
+				a.FragmentationWeight, a.BestFitWeight, a.ProductValueWeight, a.ScarcityWeight, a.DeviceNodePenalty = 0, 0, 0, 0, 0
 			},
 			want: []string{"all weights are 0"},
 		},
