@@ -18,4 +18,13 @@
 //     nvidia.com/mig-<profile> with labels nvidia.com/mig-<profile>.product,
 //     .memory and .count. With time-slicing or MPS and replicas > 1 the product
 //     gets a "-SHARED" suffix (or the resource is renamed nvidia.com/gpu.shared).
+//
+// Fragmentation (fragmentation.go) follows FGD ("Beware of Fragmentation",
+// ATC'23), made discrete: for a node, the expected number of its free devices
+// that a job drawn from the workload distribution could not use there,
+// because the job needs more devices than are free, or the node's free CPU or
+// memory cannot carry it, or it wants another device resource, or its product
+// selector rejects the node:
+//
+//	F(node) = Σ_class weight(class) · (free devices if the class cannot run there, else 0)
 package devices
