@@ -29,7 +29,7 @@ COMMANDS := $(filter-out scheduler,$(sort $(notdir $(patsubst %/,%,$(dir $(wildc
 TOOLS := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kubectl
 
 .PHONY: all build scheduler commands tools test test-unit test-integration run \
-	verify verify-gofmt verify-vet verify-tidy clean help
+	verify verify-gofmt verify-vet verify-tidy clean help replay replay-report
 
 all: build tools
 
@@ -78,6 +78,65 @@ test-integration: ## integration tests against a real apiserver
 run: build tools ## the local run: control plane, GPU fleet, scheduler, workload
 	$(BIN)/localup --bin-dir $(BIN) --config manifests/scheduler-config.yaml $(LOCALUP_FLAGS)
 
+# Trace replay (cmd/replay, docs/placement.md). The Alibaba GPU trace v2023
+# is not part of the repository (research use only); it is looked for next to
+# the clone.
+REPLAY_TRACES ?= ../shared/traces/alibaba-gpu-v2023
+REPLAY_NODES ?= $(REPLAY_TRACES)/openb_node_list_gpu_node.csv
+REPLAY_PODS ?= $(REPLAY_TRACES)/openb_pod_list_multigpu50.csv
+REPLAY_FLAGS ?=
+REPLAY_FALLBACK := pkg/replay/testdata/mixed.yaml
+REPORT_WORKLOADS ?= multigpu20 multigpu50 gpuspec10
+REPORT_SEEDS ?= 42 43 44 45 46
+REPORT_DIR := docs/replay
+REPORT_WORK := $(BIN)/replay-report
+
+$(BIN)/replay: FORCE
+	$(GO) build -ldflags '$(DEVICEFIT_LDFLAGS)' -o $@ ./cmd/replay
+
+replay: $(BIN)/replay ## one replay: REPLAY_PODS (default the shared multigpu50 trace), REPLAY_NODES, REPLAY_FLAGS
+	@if [[ -f "$(REPLAY_NODES)" && -f "$(REPLAY_PODS)" ]]; then \
+		echo "$(BIN)/replay --nodes $(REPLAY_NODES) --pods $(REPLAY_PODS) $(REPLAY_FLAGS)"; \
+		$(BIN)/replay --nodes "$(REPLAY_NODES)" --pods "$(REPLAY_PODS)" $(REPLAY_FLAGS); \
+	else \
+		echo "replay: $(REPLAY_NODES) or $(REPLAY_PODS) not found (the trace is not in the repository);"; \
+		echo "replay: replaying the made-up scenario $(REPLAY_FALLBACK) instead"; \
+		$(BIN)/replay --nodes $(REPLAY_FALLBACK) --pods $(REPLAY_FALLBACK) $(REPLAY_FLAGS); \
+	fi
+
+# Every workload and seed, one after another (each replay uses every core);
+# the JSON of seed 42 and its chart go to docs/replay/, the others stay in
+# bin/replay-report/ for the summary table. About 10 minutes on 2 cores.
+replay-report: ## the runs behind docs/placement.md (needs ../shared/traces/alibaba-gpu-v2023)
+	@if [[ ! -d "$(REPLAY_TRACES)" ]]; then \
+		echo "replay-report: $(REPLAY_TRACES) not found. The Alibaba GPU trace v2023 is not part of"; \
+		echo "replay-report: this repository; put its CSV files there (or set REPLAY_TRACES) to regenerate"; \
+		echo "replay-report: docs/replay/. Nothing to do."; \
+		exit 0; \
+	fi; \
+	echo "$(GO) build -o $(BIN)/replay ./cmd/replay"; \
+	$(GO) build -ldflags '$(DEVICEFIT_LDFLAGS)' -o $(BIN)/replay ./cmd/replay; \
+	mkdir -p $(REPORT_DIR) $(REPORT_WORK); \
+	for w in $(REPORT_WORKLOADS); do \
+		for s in $(REPORT_SEEDS); do \
+			out=$(REPORT_WORK)/$$w-seed$$s; \
+			svg=(); [[ $$s == 42 ]] && svg=(--svg $(REPORT_DIR)/$$w-seed42.svg); \
+			echo "replay-report: $$w seed $$s"; \
+			$(BIN)/replay --nodes "$(REPLAY_NODES)" --pods "$(REPLAY_TRACES)/openb_pod_list_$$w.csv" \
+				--fractional round-up --tune 1.3 --order shuffle --seed $$s --timing --quiet \
+				--json $$out.json --failed-pods $$out-failed.csv "$${svg[@]}" $(REPLAY_FLAGS) > $$out.txt; \
+			[[ $$s == 42 ]] && cp $$out.json $(REPORT_DIR)/$$w-seed42.json; \
+		done; \
+	done; \
+	$(BIN)/replay summary $$(for w in $(REPORT_WORKLOADS); do for s in $(REPORT_SEEDS); do echo $(REPORT_WORK)/$$w-seed$$s.json; done; done) > $(REPORT_DIR)/summary.md; \
+	echo; echo "Unallocated devices at 100% arrived (round-up, tune 1.3, seed 42):"; \
+	for w in $(REPORT_WORKLOADS); do \
+		[[ -f $(REPORT_WORK)/$$w-seed42.txt ]] || continue; \
+		echo "  $$w:"; \
+		awk '$$2 == "100" { printf "    %-14s unallocated %6s%%  fragmented %5s%%  failed pods %s\n", $$1, $$4, $$5, $$6 }' $(REPORT_WORK)/$$w-seed42.txt; \
+	done; \
+	echo; echo "Over seeds $(REPORT_SEEDS) ($(REPORT_DIR)/summary.md):"; cat $(REPORT_DIR)/summary.md
+
 verify: verify-gofmt verify-vet verify-tidy ## gofmt, go vet, go mod tidy
 
 verify-gofmt:
@@ -88,6 +147,8 @@ verify-vet:
 
 verify-tidy:
 	$(GO) mod tidy -diff
+
+FORCE:
 
 clean: ## remove bin/ and local-run leftovers
 	rm -rf $(BIN)

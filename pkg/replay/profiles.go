@@ -1,6 +1,8 @@
 package replay
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -71,6 +73,8 @@ type Policy struct {
 	// PercentageOfNodesToScore is the profile's value, else the
 	// configuration's (0 = upstream's adaptive default).
 	PercentageOfNodesToScore int32
+	// ConfigSHA256 identifies the configuration text the profile came from.
+	ConfigSHA256 string
 }
 
 // Registry returns the plugins a replay can use: the in-tree registry and
@@ -110,10 +114,14 @@ func DecodeConfig(name string, data []byte) (*schedconfig.KubeSchedulerConfigura
 
 // policiesFrom turns a configuration's profiles into policies. One profile
 // takes name; several become name/schedulerName.
-func policiesFrom(name, source string, cfg *schedconfig.KubeSchedulerConfiguration) []Policy {
+func policiesFrom(name, source string, data []byte, cfg *schedconfig.KubeSchedulerConfiguration) []Policy {
 	out := make([]Policy, 0, len(cfg.Profiles))
+	sum := sha256.Sum256(data)
 	for _, p := range cfg.Profiles {
-		pol := Policy{Name: name, Source: source, Profile: p, PercentageOfNodesToScore: cfg.PercentageOfNodesToScore}
+		pol := Policy{Name: name, Source: source, Profile: p, ConfigSHA256: hex.EncodeToString(sum[:])}
+		if cfg.PercentageOfNodesToScore != nil {
+			pol.PercentageOfNodesToScore = *cfg.PercentageOfNodesToScore
+		}
 		if len(cfg.Profiles) > 1 {
 			pol.Name = name + "/" + p.SchedulerName
 		}
@@ -141,7 +149,7 @@ func BuiltinPolicy(name string) (Policy, error) {
 	if err != nil {
 		return Policy{}, err
 	}
-	return policiesFrom(name, "built-in", cfg)[0], nil
+	return policiesFrom(name, "built-in", []byte(text), cfg)[0], nil
 }
 
 // LoadPolicies reads a KubeSchedulerConfiguration file; its profiles are
@@ -159,7 +167,7 @@ func LoadPolicies(path, name string) ([]Policy, error) {
 	if name == "" {
 		name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	}
-	return policiesFrom(name, filepath.ToSlash(path), cfg), nil
+	return policiesFrom(name, filepath.ToSlash(path), data, cfg), nil
 }
 
 // ResolvePolicies turns --policies names (default, mostallocated,

@@ -1,0 +1,224 @@
+// Command replay replays a GPU-cluster trace (the Alibaba GPU trace v2023
+// CSVs, or the own YAML format) through the real kube-scheduler framework,
+// under several scheduling profiles, and reports how many devices each
+// leaves unallocated and stranded as demand arrives. See pkg/replay and
+// docs/placement.md.
+//
+//	replay --nodes NODES.csv --pods PODS.csv [flags]
+//	replay summary RESULT.json...   # Markdown table over several --json results
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"strings"
+	"syscall"
+
+	"k8s.io/component-base/version"
+	"k8s.io/klog/v2"
+
+	"github.com/devicefit/devicefit/pkg/replay"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "summary" {
+		os.Exit(summary(os.Args[2:]))
+	}
+	os.Exit(run(os.Args[1:]))
+}
+
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
+
+func run(args []string) int {
+	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
+	var (
+		nodesFile   = fs.String("nodes", "", "node list: trace CSV (sn,cpu_milli,memory_mib,gpu,model) or YAML (required)")
+		podsFile    = fs.String("pods", "", "pod list: trace CSV (name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec,...]) or YAML (required)")
+		fractional  = fs.String("fractional", string(replay.FractionalRoundUp), "pods with gpu_milli < 1000: round-up (one whole device) or skip")
+		tune        = fs.Float64("tune", 1.3, "FGD workload tuning ratio: resize the pod sequence to about this × the fleet's devices (0: replay the pods exactly)")
+		order       = fs.String("order", string(replay.OrderShuffle), "arrival order of the trace's pods: shuffle (by --seed) or trace (file order)")
+		seed        = fs.Int64("seed", 42, "seed of the shuffle and of the tuning draws")
+		policies    = fs.String("policies", "default,mostallocated,devicefit", "comma-separated built-in policies: default, mostallocated, devicefit (empty for none)")
+		dfConfig    = fs.String("devicefit-config", "manifests/scheduler-config.yaml", "KubeSchedulerConfiguration of the devicefit policy")
+		jsonFile    = fs.String("json", "", "write the result as JSON to this file")
+		svgFile     = fs.String("svg", "", "write allocated vs arrived as an SVG chart to this file")
+		failedFile  = fs.String("failed-pods", "", "write every failed pod (policy, position, request, rejecting plugins) as CSV to this file")
+		title       = fs.String("title", "", "chart title (default: the pod file and flags)")
+		timing      = fs.Bool("timing", false, "add wall_seconds per policy to the JSON (which then differs between runs)")
+		allNodes    = fs.Bool("all-nodes", false, "score every feasible node, ignoring the profiles' percentageOfNodesToScore")
+		par         = fs.Int("parallelism", runtime.GOMAXPROCS(0), "workers for Filter and Score (does not change results)")
+		noPrescreen = fs.Bool("no-prescreen", false, "hand every node to the Filter plugins, even those NodeResourcesFit must reject (slower; same placements)")
+		quiet       = fs.Bool("quiet", false, "no progress on stderr")
+		cpuProfile  = fs.String("cpuprofile", "", "write a CPU profile (pprof) to this file")
+		profiles    stringList
+	)
+	fs.Var(&profiles, "profile", "KubeSchedulerConfiguration file to replay as a further policy, named by the file's base name (repeatable)")
+	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	fs.Var(klogFlags.Lookup("v").Value, "v", "log verbosity of the scheduler framework and plugins")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: replay --nodes FILE --pods FILE [flags]\n       replay summary RESULT.json...\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		return fail(fmt.Errorf("unexpected arguments %q", fs.Args()))
+	}
+	defer klog.Flush()
+	if *nodesFile == "" || *podsFile == "" {
+		return fail(errors.New("--nodes and --pods are required"))
+	}
+	frac, err := replay.ParseFractional(*fractional)
+	if err != nil {
+		return fail(err)
+	}
+	ord, err := replay.ParseOrder(*order)
+	if err != nil {
+		return fail(err)
+	}
+	nodes, err := replay.LoadNodes(*nodesFile)
+	if err != nil {
+		return fail(err)
+	}
+	pods, err := replay.LoadPods(*podsFile)
+	if err != nil {
+		return fail(err)
+	}
+	var names []string
+	for _, n := range strings.Split(*policies, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			names = append(names, n)
+		}
+	}
+	pols, err := replay.ResolvePolicies(names, *dfConfig, profiles)
+	if err != nil {
+		return fail(err)
+	}
+	var progress io.Writer = os.Stderr
+	if *quiet {
+		progress = nil
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fail(err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fail(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := replay.Run(ctx, replay.Config{
+		Nodes:      nodes,
+		Pods:       pods,
+		NodesFile:  *nodesFile,
+		PodsFile:   *podsFile,
+		Fractional: frac,
+		Arrival:    replay.ArrivalOptions{Tune: *tune, Order: ord, Seed: *seed},
+		Policies:   pols,
+		Engine:     replay.EngineOptions{Parallelism: *par, AllNodes: *allNodes, NoPrescreen: *noPrescreen, Progress: progress},
+		Timing:     *timing,
+		Version:    version.Get().GitVersion,
+	})
+	if err != nil {
+		return fail(err)
+	}
+	if err := replay.WriteTable(os.Stdout, res); err != nil {
+		return fail(err)
+	}
+	if *jsonFile != "" {
+		if err := writeFile(*jsonFile, func(w io.Writer) error { return replay.WriteJSON(w, res) }); err != nil {
+			return fail(err)
+		}
+	}
+	if *failedFile != "" {
+		if err := writeFile(*failedFile, func(w io.Writer) error { return replay.WriteFailures(w, res) }); err != nil {
+			return fail(err)
+		}
+	}
+	if *svgFile != "" {
+		t := *title
+		if t == "" {
+			t = fmt.Sprintf("%s on %s, %s, tune %g, %s seed %d", filepath.Base(*podsFile), filepath.Base(*nodesFile), frac, *tune, ord, *seed)
+		}
+		if err := writeFile(*svgFile, func(w io.Writer) error { return replay.WriteSVG(w, res, t) }); err != nil {
+			return fail(err)
+		}
+	}
+	return 0
+}
+
+// summary prints a Markdown table over several --json results.
+func summary(files []string) int {
+	if len(files) == 0 {
+		return fail(errors.New("summary: want RESULT.json files"))
+	}
+	var results []*replay.Result
+	for _, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			return fail(err)
+		}
+		res, err := replay.ReadJSON(f)
+		f.Close()
+		if err != nil {
+			return fail(fmt.Errorf("%s: %w", name, err))
+		}
+		results = append(results, res)
+	}
+	if err := replay.WriteSummary(os.Stdout, results); err != nil {
+		return fail(err)
+	}
+	return 0
+}
+
+// writeFile writes through a temporary file, so a failed run leaves no
+// half-written result.
+func writeFile(name string, write func(io.Writer) error) error {
+	if dir := filepath.Dir(name); dir != "." {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := write(tmp); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), name)
+}
+
+func fail(err error) int {
+	fmt.Fprintln(os.Stderr, "replay:", err)
+	return 1
+}

@@ -1,0 +1,574 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/events"
+	resourceslicetracker "k8s.io/dynamic-resource-allocation/resourceslice/tracker"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/features"
+	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
+	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/dynamicresources"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/nodevolumelimits"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	schedmetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
+	"k8s.io/kubernetes/pkg/scheduler/util/assumecache"
+
+	"github.com/devicefit/devicefit/pkg/devices"
+	"github.com/devicefit/devicefit/pkg/plugins/devicefit"
+)
+
+// Upstream's bounds for percentageOfNodesToScore (pkg/scheduler,
+// minFeasibleNodesToFind and minFeasibleNodesPercentageToFind), unexported
+// there.
+const (
+	minFeasibleNodesToFind           = 100
+	minFeasibleNodesPercentageToFind = 5
+)
+
+// EngineOptions tune how a policy is replayed; none changes its result
+// except AllNodes.
+type EngineOptions struct {
+	// Parallelism of the framework's Parallelizer (Filter and Score run
+	// per node in parallel; results do not depend on it). <= 0 means 1.
+	Parallelism int
+	// AllNodes ignores percentageOfNodesToScore: every feasible node is
+	// scored, for every policy.
+	AllNodes bool
+	// Progress receives a line every couple of seconds; nil for none.
+	Progress io.Writer
+	// NoPrescreen runs every Filter plugin on every node, even where
+	// NodeResourcesFit must reject the pod (see simulation.prescreen).
+	NoPrescreen bool
+}
+
+var metricsOnce sync.Once
+
+// initMetrics creates the scheduler's metrics, which the framework needs,
+// without registering them: unregistered, they cost nothing to update.
+func initMetrics() {
+	metricsOnce.Do(func() {
+		if schedmetrics.PluginEvaluationTotal == nil {
+			schedmetrics.InitMetrics()
+		}
+	})
+}
+
+// simulation is one policy's replay over a fresh fleet.
+type simulation struct {
+	fw      framework.Framework
+	snap    *internalcache.Snapshot
+	nodes   []fwk.NodeInfo // fleet order
+	style   SelectorStyle
+	percent int32
+	par     int
+
+	// nextStart is where the next pod's node search begins (upstream's
+	// nextStartNodeIndex), in fleet order.
+	nextStart int
+	// Reused per pod.
+	statuses []*fwk.Status
+	order    []int
+
+	metrics *tracker
+	failed  map[string]int
+
+	// prescreen: see canFit. free is what each node has left, kept
+	// up to date as pods are assumed.
+	prescreen bool
+	request   podRequest
+	free      []podRequest
+	slots     []int
+}
+
+// podRequest is what NodeResourcesFit checks of a replay pod.
+type podRequest struct {
+	milliCPU, memory, devices int64
+}
+
+// rejectedByFit is the status of a node the pre-screen turned away.
+var rejectedByFit = fwk.NewStatus(fwk.Unschedulable, "insufficient resources (replay pre-screen)").WithPlugin(names.NodeResourcesFit)
+
+// canFit is the replay's capacity pre-screen: false when the node lacks the
+// pod slot, cpu, memory or devices the pod requests, which NodeResourcesFit's
+// Filter would reject (it checks exactly these, and no DeviceClass maps
+// nvidia.com/gpu to DRA in a replay). Such nodes are not handed to the
+// framework at all: most nodes are full late in a replay, and upstream's
+// NodeResourcesFit spends most of its time validating the extended resource
+// name on every node. Placements are unchanged (--no-prescreen checks
+// that); only the plugin named for a failed pod on such a node may differ.
+func (s *simulation) canFit(i int) bool {
+	r, f := &s.request, &s.free[i]
+	return s.slots[i] > 0 &&
+		(r.milliCPU == 0 || r.milliCPU <= f.milliCPU) &&
+		(r.memory == 0 || r.memory <= f.memory) &&
+		(r.devices == 0 || r.devices <= f.devices)
+}
+
+// refresh reads what node i has left from its NodeInfo.
+func (s *simulation) refresh(i int) {
+	ni := s.nodes[i]
+	alloc, req := ni.GetAllocatable(), ni.GetRequested()
+	s.free[i] = podRequest{
+		milliCPU: alloc.GetMilliCPU() - req.GetMilliCPU(),
+		memory:   alloc.GetMemory() - req.GetMemory(),
+		devices:  alloc.GetScalarResources()[DeviceResource] - req.GetScalarResources()[DeviceResource],
+	}
+	s.slots[i] = alloc.GetAllowedPodNumber() - len(ni.GetPods())
+}
+
+// prescreenApplies reports whether NodeResourcesFit filters in the profile
+// and checks nvidia.com/gpu.
+func prescreenApplies(fw framework.Framework, profile *schedconfig.KubeSchedulerProfile) bool {
+	if !slices.ContainsFunc(fw.ListPlugins().Filter.Enabled, func(p schedconfig.Plugin) bool { return p.Name == names.NodeResourcesFit }) {
+		return false
+	}
+	for _, pc := range profile.PluginConfig {
+		if pc.Name != names.NodeResourcesFit {
+			continue
+		}
+		args, ok := pc.Args.(*schedconfig.NodeResourcesFitArgs)
+		if !ok {
+			return false
+		}
+		group, _, _ := strings.Cut(string(DeviceResource), "/")
+		if slices.Contains(args.IgnoredResources, string(DeviceResource)) || slices.Contains(args.IgnoredResourceGroups, group) {
+			return false
+		}
+	}
+	return true
+}
+
+// newSimulation builds the framework for a policy, as kube-scheduler's
+// scheduler.New does for a profile, over an in-memory snapshot of the
+// fleet and an empty fake API (informers for the plugins that list
+// volumes, DRA objects and the like see nothing).
+func newSimulation(ctx context.Context, pol Policy, fleet []NodeSpec, wl *devices.Workload, opts EngineOptions) (*simulation, error) {
+	logger := klog.FromContext(ctx)
+	initMetrics()
+	registry, err := Registry()
+	if err != nil {
+		return nil, err
+	}
+	v1Nodes := make([]*v1.Node, len(fleet))
+	for i := range fleet {
+		v1Nodes[i] = NewNode(&fleet[i])
+	}
+	snap := internalcache.NewSnapshot(nil, v1Nodes)
+
+	client := fake.NewClientset()
+	informerFactory := informers.NewSharedInformerFactory(client, 0)
+	var draManager fwk.SharedDRAManager
+	if utilfeature.DefaultFeatureGate.Enabled(features.DynamicResourceAllocation) {
+		claimCache := assumecache.NewAssumeCache(logger, informerFactory.Resource().V1().ResourceClaims().Informer(), "ResourceClaim", "", nil)
+		trackerOpts := resourceslicetracker.Options{
+			EnableDeviceTaintRules:   utilfeature.DefaultFeatureGate.Enabled(features.DRADeviceTaintRules),
+			EnableConsumableCapacity: utilfeature.DefaultFeatureGate.Enabled(features.DRAConsumableCapacity),
+			SliceInformer:            informerFactory.Resource().V1().ResourceSlices(),
+			KubeClient:               client,
+		}
+		if trackerOpts.EnableDeviceTaintRules {
+			trackerOpts.TaintInformer = informerFactory.Resource().V1().DeviceTaintRules()
+		}
+		sliceTracker, err := resourceslicetracker.StartTracker(ctx, trackerOpts)
+		if err != nil {
+			return nil, fmt.Errorf("starting the resource slice tracker: %w", err)
+		}
+		draManager = dynamicresources.NewDRAManager(ctx, claimCache, sliceTracker, informerFactory)
+	}
+	par := max(opts.Parallelism, 1)
+	profile := pol.Profile
+	fw, err := frameworkruntime.NewFramework(ctx, registry, &profile,
+		frameworkruntime.WithClientSet(client),
+		frameworkruntime.WithInformerFactory(informerFactory),
+		frameworkruntime.WithSharedDRAManager(draManager),
+		frameworkruntime.WithSharedCSIManager(nodevolumelimits.NewCSIManager(informerFactory.Storage().V1().CSINodes().Lister())),
+		frameworkruntime.WithSnapshotSharedLister(snap),
+		frameworkruntime.WithEventRecorder(&events.FakeRecorder{}),
+		frameworkruntime.WithWaitingPods(frameworkruntime.NewWaitingPodsMap()),
+		frameworkruntime.WithPodsInPreBind(frameworkruntime.NewPodsInPreBindMap()),
+		frameworkruntime.WithParallelism(par),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("policy %s: %w", pol.Name, err)
+	}
+	informerFactory.Start(ctx.Done())
+	for typ, ok := range informerFactory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return nil, fmt.Errorf("policy %s: informer for %v did not sync", pol.Name, typ)
+		}
+	}
+
+	s := &simulation{
+		fw:       fw,
+		snap:     snap,
+		nodes:    make([]fwk.NodeInfo, len(fleet)),
+		par:      par,
+		statuses: make([]*fwk.Status, len(fleet)),
+		free:     make([]podRequest, len(fleet)),
+		slots:    make([]int, len(fleet)),
+		order:    make([]int, 0, len(fleet)),
+		failed:   map[string]int{},
+		percent:  pol.PercentageOfNodesToScore,
+	}
+	if opts.AllNodes {
+		s.percent = 100
+	}
+	for i := range fleet {
+		ni, err := snap.Get(fleet[i].Name)
+		if err != nil {
+			return nil, err
+		}
+		s.nodes[i] = ni
+	}
+	if slices.ContainsFunc(fw.ListPlugins().Filter.Enabled, func(p schedconfig.Plugin) bool { return p.Name == devicefit.Name }) {
+		s.style = SelectByAnnotation
+	}
+	s.prescreen = !opts.NoPrescreen && prescreenApplies(fw, &profile)
+	s.metrics = newTracker(fleet, v1Nodes, wl)
+	for i := range s.nodes {
+		s.metrics.update(i, s.nodes[i])
+		s.refresh(i)
+	}
+	return s, nil
+}
+
+// numFeasibleNodesToFind is upstream's rule (Scheduler.numFeasibleNodesToFind).
+func numFeasibleNodesToFind(percentage int32, numAllNodes int) int {
+	n := int32(numAllNodes)
+	if n < minFeasibleNodesToFind {
+		return numAllNodes
+	}
+	if percentage == 0 {
+		percentage = int32(50) - n/125
+		if percentage < minFeasibleNodesPercentageToFind {
+			percentage = minFeasibleNodesPercentageToFind
+		}
+	}
+	num := n * percentage / 100
+	if num < minFeasibleNodesToFind {
+		return minFeasibleNodesToFind
+	}
+	return int(num)
+}
+
+// outcome of one pod.
+type outcome struct {
+	node int // fleet index, -1 when the pod failed
+	// rejectedBy names the plugins that turned the pod (or some node) away.
+	rejectedBy []string
+}
+
+// schedule runs one scheduling cycle for pod, the way schedule_one.go's
+// schedulePod does, deterministically:
+//
+//   - PreFilter on all nodes; a rejection fails the pod (no PostFilter:
+//     no preemption, and a failed pod is never retried);
+//   - Filter over the nodes (or PreFilter's subset) in fleet order, starting
+//     where the previous pod's search stopped; it stops once
+//     numFeasibleNodesToFind nodes fit, counting in that order (upstream
+//     counts in completion order of its parallel workers, which is not
+//     reproducible);
+//   - one feasible node is taken as is; otherwise PreScore and Score (with
+//     NormalizeScore and the profile's weights) run on the feasible nodes
+//     and the highest total wins, ties going to the lowest fleet index
+//     (upstream takes whichever its heap yields);
+//   - Reserve on the chosen node, then the pod is assumed in the snapshot
+//     (no Permit, PreBind or Bind: nothing runs and nothing departs).
+func (s *simulation) schedule(ctx context.Context, pod *v1.Pod) (outcome, error) {
+	state := framework.NewCycleState()
+	preRes, status, _ := s.fw.RunPreFilterPlugins(ctx, state, pod)
+	if !status.IsSuccess() {
+		if !status.IsRejected() {
+			return outcome{}, fmt.Errorf("PreFilter: %w", status.AsError())
+		}
+		return outcome{node: -1, rejectedBy: []string{status.Plugin() + " (PreFilter)"}}, nil
+	}
+	s.order = s.order[:0]
+	if preRes.AllNodes() {
+		for i := range s.nodes {
+			s.order = append(s.order, i)
+		}
+	} else {
+		for i := range s.nodes {
+			if preRes.NodeNames.Has(s.nodes[i].Node().Name) {
+				s.order = append(s.order, i)
+			}
+		}
+	}
+	toFind := numFeasibleNodesToFind(s.percent, len(s.nodes))
+	if !s.fw.HasScorePlugins() {
+		toFind = 1
+	}
+	feasible, rejectedBy, err := s.filter(ctx, state, pod, toFind)
+	if err != nil {
+		return outcome{}, err
+	}
+	if len(feasible) == 0 {
+		if len(s.order) == 0 {
+			rejectedBy = append(rejectedBy, "PreFilter result")
+		}
+		return outcome{node: -1, rejectedBy: rejectedBy}, nil
+	}
+	chosen := feasible[0]
+	if len(feasible) > 1 {
+		if chosen, err = s.score(ctx, state, pod, feasible); err != nil {
+			return outcome{}, err
+		}
+	}
+	name := s.nodes[chosen].Node().Name
+	pod.Spec.NodeName = name
+	if st := s.fw.RunReservePluginsReserve(ctx, state, pod, name); !st.IsSuccess() {
+		s.fw.RunReservePluginsUnreserve(ctx, state, pod, name)
+		pod.Spec.NodeName = ""
+		if !st.IsRejected() {
+			return outcome{}, fmt.Errorf("Reserve on %s: %w", name, st.AsError())
+		}
+		return outcome{node: -1, rejectedBy: []string{st.Plugin() + " (Reserve)"}}, nil
+	}
+	pi, err := framework.NewPodInfo(pod)
+	if err != nil {
+		return outcome{}, err
+	}
+	if err := s.snap.AssumePod(pi); err != nil {
+		return outcome{}, err
+	}
+	s.refresh(chosen)
+	return outcome{node: chosen}, nil
+}
+
+// filter runs the Filter plugins in rotation order, in parallel chunks,
+// until toFind nodes fit or every candidate was tried.
+func (s *simulation) filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, toFind int) ([]int, []string, error) {
+	n := len(s.order)
+	if n == 0 {
+		return nil, nil, nil
+	}
+	start := s.nextStart % n
+	var feasible []int
+	var rejectedBy []string
+	processed := 0
+	for off := 0; off < n && len(feasible) < toFind; {
+		chunk := n - off
+		if toFind < n {
+			chunk = min(chunk, max(toFind-len(feasible), 8*s.par))
+		}
+		s.fw.Parallelizer().Until(ctx, chunk, func(k int) {
+			idx := s.order[(start+off+k)%n]
+			if s.prescreen && !s.canFit(idx) {
+				s.statuses[off+k] = rejectedByFit
+				return
+			}
+			s.statuses[off+k] = s.fw.RunFilterPlugins(ctx, state, pod, s.nodes[idx])
+		}, "Filter")
+		for k := off; k < off+chunk; k++ {
+			st := s.statuses[k]
+			s.statuses[k] = nil
+			if len(feasible) >= toFind {
+				continue // only clearing the buffer
+			}
+			processed = k + 1
+			switch {
+			case st.IsSuccess():
+				feasible = append(feasible, s.order[(start+k)%n])
+			case st.IsRejected():
+				if p := st.Plugin(); !slices.Contains(rejectedBy, p) {
+					rejectedBy = append(rejectedBy, p)
+				}
+			default:
+				return nil, nil, fmt.Errorf("Filter on %s: %w", s.nodes[s.order[(start+k)%n]].Node().Name, st.AsError())
+			}
+		}
+		off += chunk
+	}
+	s.nextStart = (s.nextStart + processed) % len(s.nodes)
+	slices.Sort(rejectedBy)
+	return feasible, rejectedBy, nil
+}
+
+// score returns the feasible node with the highest weighted total score,
+// the lowest fleet index among equals.
+func (s *simulation) score(ctx context.Context, state fwk.CycleState, pod *v1.Pod, feasible []int) (int, error) {
+	if !s.fw.HasScorePlugins() {
+		return slices.Min(feasible), nil
+	}
+	infos := make([]fwk.NodeInfo, len(feasible))
+	for i, idx := range feasible {
+		infos[i] = s.nodes[idx]
+	}
+	if st := s.fw.RunPreScorePlugins(ctx, state, pod, infos); !st.IsSuccess() {
+		return 0, fmt.Errorf("PreScore: %w", st.AsError())
+	}
+	scores, st := s.fw.RunScorePlugins(ctx, state, pod, infos)
+	if !st.IsSuccess() {
+		return 0, fmt.Errorf("Score: %w", st.AsError())
+	}
+	best := -1
+	var bestScore int64
+	for i := range scores {
+		idx := feasible[i]
+		if best < 0 || scores[i].TotalScore > bestScore || scores[i].TotalScore == bestScore && idx < best {
+			best, bestScore = idx, scores[i].TotalScore
+		}
+	}
+	return best, nil
+}
+
+// PolicyResult is the replay of one policy.
+type PolicyResult struct {
+	Name string `json:"name"`
+	// WallSeconds is the time the replay took (setup included); set only
+	// with timing on, so that the JSON is otherwise reproducible.
+	WallSeconds *float64 `json:"wall_seconds,omitempty"`
+	// Points has a point at every whole arrived percent from 0 to the
+	// final arrived percent (rounded down): the state after the last pod
+	// whose arrival kept arrived demand at or below that percent.
+	Points []Point `json:"points"`
+	// Final is the state after the last pod.
+	Final Point `json:"final"`
+	// Source says where the profile came from, ConfigSHA256 which text.
+	Source       string `json:"source"`
+	ConfigSHA256 string `json:"config_sha256"`
+	// SchedulerName and PercentageOfNodesToScore are the profile's (the
+	// latter as used: 100 with --all-nodes, 0 meaning upstream's adaptive rule).
+	SchedulerName            string `json:"scheduler_name"`
+	PercentageOfNodesToScore int32  `json:"percentage_of_nodes_to_score"`
+	// Selector is how pods' accepted models were expressed: "annotation"
+	// (devicefit.io/products, profiles with DeviceFit) or "affinity".
+	Selector string `json:"selector"`
+	// FailedBy counts failed pods per plugin that rejected them somewhere
+	// (a pod can count for several plugins).
+	FailedBy map[string]int `json:"failed_by"`
+	// Failures lists every failed pod (not in the JSON; see WriteFailures).
+	Failures []Failure `json:"-"`
+	// Placements holds, per arrival, the node it was bound to ("" when it
+	// failed). Not in the JSON.
+	Placements []string `json:"-"`
+}
+
+// Failure is a pod that fitted nowhere.
+type Failure struct {
+	// Index is the pod's position in the arrival sequence.
+	Index int
+	// ArrivedPct is the arrived demand including this pod.
+	ArrivedPct float64
+	Pod        *PodSpec
+	Name       string
+	RejectedBy []string
+}
+
+// Point is the cluster state at one step of the replay. Percentages are of
+// the fleet's devices, rounded to two decimals.
+type Point struct {
+	// ArrivedPct is the whole percent of a grid point (Points), or the
+	// exact arrived demand (Final).
+	ArrivedPct float64 `json:"arrived_pct"`
+	// ArrivedExactPct is the arrived demand of the state a grid point
+	// shows: at most ArrivedPct, short of it by less than the next pod.
+	ArrivedExactPct float64 `json:"arrived_exact_pct"`
+	AllocatedPct    float64 `json:"allocated_pct"`
+	UnallocatedPct  float64 `json:"unallocated_pct"`
+	// FragmentedPct is the expected stranded devices (pkg/devices,
+	// Workload.Stranded, summed over nodes) for the trace's workload.
+	FragmentedPct float64 `json:"fragmented_pct"`
+	// FailedPods counts every pod that failed so far; FailedDevicePods
+	// only those requesting devices.
+	FailedPods       int `json:"failed_pods"`
+	FailedDevicePods int `json:"failed_device_pods"`
+	// Pods is the number of pods tried so far.
+	Pods int `json:"pods"`
+}
+
+// RunPolicy replays arrivals under one policy on a fresh fleet.
+func RunPolicy(ctx context.Context, pol Policy, fleet []NodeSpec, arrivals []Arrival, wl *devices.Workload, opts EngineOptions) (*PolicyResult, error) {
+	begin := time.Now()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s, err := newSimulation(ctx, pol, fleet, wl, opts)
+	if err != nil {
+		return nil, err
+	}
+	res := &PolicyResult{
+		Name:                     pol.Name,
+		Source:                   pol.Source,
+		ConfigSHA256:             pol.ConfigSHA256,
+		SchedulerName:            pol.Profile.SchedulerName,
+		PercentageOfNodesToScore: s.percent,
+		Selector:                 "affinity",
+		FailedBy:                 s.failed,
+		Placements:               make([]string, len(arrivals)),
+	}
+	if s.style == SelectByAnnotation {
+		res.Selector = "annotation"
+	}
+	m := s.metrics
+	nextPoint := int64(0)
+	lastReport := time.Now()
+	for i := range arrivals {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		a := &arrivals[i]
+		// Points up to the arrived percent this pod will push past.
+		after := m.arrived + a.Pod.GPUs
+		for nextPoint*m.capacity < 100*after {
+			res.Points = append(res.Points, m.point(i).at(nextPoint))
+			nextPoint++
+		}
+		pod := NewPod(a, "replay-"+strconv.Itoa(i), pol.Profile.SchedulerName, s.style)
+		s.request = podRequest{milliCPU: a.Pod.MilliCPU, memory: a.Pod.MemoryMiB << 20, devices: a.Pod.GPUs}
+		out, err := s.schedule(ctx, pod)
+		if err != nil {
+			return nil, fmt.Errorf("policy %s, pod %s (%s): %w", pol.Name, a.Name, a.Pod.Source, err)
+		}
+		m.arrived = after
+		if out.node < 0 {
+			m.failed++
+			if a.Pod.GPUs > 0 {
+				m.failedDevice++
+			}
+			for _, p := range out.rejectedBy {
+				s.failed[p]++
+			}
+			res.Failures = append(res.Failures, Failure{Index: i, ArrivedPct: round2(100 * float64(after) / float64(m.capacity)),
+				Pod: a.Pod, Name: a.Name, RejectedBy: out.rejectedBy})
+		} else {
+			m.allocated += a.Pod.GPUs
+			m.update(out.node, s.nodes[out.node])
+			res.Placements[i] = s.nodes[out.node].Node().Name
+		}
+		if opts.Progress != nil && (i+1)%256 == 0 && time.Since(lastReport) > 2*time.Second {
+			lastReport = time.Now()
+			p := m.point(i + 1)
+			fmt.Fprintf(opts.Progress, "%s: %d/%d pods, arrived %.1f%%, allocated %.1f%%, failed %d, %.0fs\n",
+				pol.Name, i+1, len(arrivals), p.ArrivedPct, p.AllocatedPct, p.FailedPods, time.Since(begin).Seconds())
+		}
+	}
+	for nextPoint*m.capacity <= 100*m.arrived {
+		res.Points = append(res.Points, m.point(len(arrivals)).at(nextPoint))
+		nextPoint++
+	}
+	res.Final = m.point(len(arrivals))
+	if opts.Progress != nil {
+		fmt.Fprintf(opts.Progress, "%s: done, %d pods, arrived %.2f%%, allocated %.2f%%, failed %d, %.1fs\n",
+			pol.Name, len(arrivals), res.Final.ArrivedPct, res.Final.AllocatedPct, res.Final.FailedPods, time.Since(begin).Seconds())
+	}
+	wall := round2(time.Since(begin).Seconds())
+	res.WallSeconds = &wall
+	return res, nil
+}

@@ -1,0 +1,83 @@
+package replay
+
+import (
+	"math"
+
+	v1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/devicefit/devicefit/pkg/devices"
+)
+
+// tracker keeps the device metrics of a replay. Stranded devices are kept
+// per node and recomputed only for the node a pod lands on.
+type tracker struct {
+	capacity             int64
+	arrived, allocated   int64
+	failed, failedDevice int
+	workload             *devices.Workload
+	labels               devices.DeviceLabels
+	device               []devices.Device // per node, from its labels
+	stranded             []float64        // per node
+	deviceNode           []bool
+}
+
+func newTracker(fleet []NodeSpec, nodes []*v1.Node, wl *devices.Workload) *tracker {
+	t := &tracker{
+		capacity:   Capacity(fleet),
+		workload:   wl,
+		labels:     devices.NewDeviceLabels(DeviceResource),
+		device:     make([]devices.Device, len(nodes)),
+		stranded:   make([]float64, len(nodes)),
+		deviceNode: make([]bool, len(nodes)),
+	}
+	for i, n := range nodes {
+		t.device[i] = t.labels.Describe(n.Labels)
+		t.deviceNode[i] = fleet[i].GPUs > 0
+	}
+	return t
+}
+
+// update recomputes node i's stranded devices from its NodeInfo.
+func (t *tracker) update(i int, ni fwk.NodeInfo) {
+	if t.workload == nil || !t.deviceNode[i] {
+		return
+	}
+	alloc, req := ni.GetAllocatable(), ni.GetRequested()
+	free := alloc.GetScalarResources()[DeviceResource] - req.GetScalarResources()[DeviceResource]
+	t.stranded[i] = t.workload.Stranded(devices.NodeFree{
+		Resource:    DeviceResource,
+		Devices:     max(free, 0),
+		MilliCPU:    max(alloc.GetMilliCPU()-req.GetMilliCPU(), 0),
+		MemoryBytes: max(alloc.GetMemory()-req.GetMemory(), 0),
+		Device:      t.device[i],
+	})
+}
+
+// point returns the current state after pods pods were tried.
+func (t *tracker) point(pods int) Point {
+	var stranded float64
+	for _, s := range t.stranded {
+		stranded += s
+	}
+	c := float64(t.capacity)
+	arrived := round2(100 * float64(t.arrived) / c)
+	return Point{
+		ArrivedPct:       arrived,
+		ArrivedExactPct:  arrived,
+		AllocatedPct:     round2(100 * float64(t.allocated) / c),
+		UnallocatedPct:   round2(100 * float64(t.capacity-t.allocated) / c),
+		FragmentedPct:    round2(100 * stranded / c),
+		FailedPods:       t.failed,
+		FailedDevicePods: t.failedDevice,
+		Pods:             pods,
+	}
+}
+
+// at makes p the grid point at a whole arrived percent.
+func (p Point) at(pct int64) Point {
+	p.ArrivedPct = float64(pct)
+	return p
+}
+
+func round2(x float64) float64 { return math.Round(x*100) / 100 }

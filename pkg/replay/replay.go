@@ -1,0 +1,241 @@
+package replay
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/devicefit/devicefit/pkg/devices"
+)
+
+// Config is one replay: a fleet, a trace, the arrival method and the
+// policies to compare.
+type Config struct {
+	Nodes []NodeSpec
+	// Pods is the trace as read (fractions not yet handled).
+	Pods []PodSpec
+	// NodesFile and PodsFile name the inputs in the report (base names, so
+	// that the JSON does not depend on where the files are).
+	NodesFile, PodsFile string
+	Fractional          Fractional
+	Arrival             ArrivalOptions
+	Policies            []Policy
+	Engine              EngineOptions
+	// Timing adds wall_seconds to each policy. Off, the JSON is
+	// byte-identical for the same inputs and flags.
+	Timing bool
+	// Version of the binary (plugins included), recorded in the result.
+	Version string
+}
+
+// Inputs records how the pod sequence was made.
+type Inputs struct {
+	Nodes      string  `json:"nodes"`
+	Pods       string  `json:"pods"`
+	Fractional string  `json:"fractional"`
+	Tune       float64 `json:"tune"`
+	Order      string  `json:"order"`
+	Seed       int64   `json:"seed"`
+	AllNodes   bool    `json:"all_nodes"`
+}
+
+// Result is the replay of every policy: the JSON of --json.
+type Result struct {
+	CapacityDevices int64           `json:"capacity_devices"`
+	Policies        []*PolicyResult `json:"policies"`
+	Resource        string          `json:"resource"`
+	Nodes           int             `json:"nodes"`
+	// TracePods counts the pods of the trace after --fractional;
+	// FractionalPods those that were rounded up or skipped; Pods the
+	// arrivals after tuning.
+	TracePods       int    `json:"trace_pods"`
+	FractionalPods  int    `json:"fractional_pods"`
+	Pods            int    `json:"pods"`
+	WorkloadClasses int    `json:"workload_classes"`
+	Inputs          Inputs `json:"inputs"`
+	Version         string `json:"version,omitempty"`
+}
+
+// Run replays every policy, one after another, each on a fresh fleet with
+// the same pod sequence.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	capacity := Capacity(cfg.Nodes)
+	if capacity == 0 {
+		return nil, errors.New("the fleet has no devices")
+	}
+	pods, nFrac, err := ApplyFractional(cfg.Pods, cfg.Fractional)
+	if err != nil {
+		return nil, err
+	}
+	if len(pods) == 0 {
+		return nil, errors.New("no pods left after --fractional")
+	}
+	classes, err := WorkloadClasses(pods)
+	if err != nil {
+		return nil, err
+	}
+	var wl *devices.Workload
+	if len(classes) > 0 {
+		if wl, err = devices.NewWorkload(classes); err != nil {
+			return nil, err
+		}
+	}
+	arrivals, err := Arrivals(pods, capacity, cfg.Arrival)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{
+		CapacityDevices: capacity,
+		Resource:        string(DeviceResource),
+		Nodes:           len(cfg.Nodes),
+		TracePods:       len(pods),
+		FractionalPods:  nFrac,
+		Pods:            len(arrivals),
+		WorkloadClasses: len(classes),
+		Version:         cfg.Version,
+		Inputs: Inputs{
+			Nodes:      filepath.Base(cfg.NodesFile),
+			Pods:       filepath.Base(cfg.PodsFile),
+			Fractional: string(cfg.Fractional),
+			Tune:       cfg.Arrival.Tune,
+			Order:      string(cfg.Arrival.Order),
+			Seed:       cfg.Arrival.Seed,
+			AllNodes:   cfg.Engine.AllNodes,
+		},
+	}
+	for _, pol := range cfg.Policies {
+		pr, err := RunPolicy(ctx, pol, cfg.Nodes, arrivals, wl, cfg.Engine)
+		if err != nil {
+			return nil, err
+		}
+		if !cfg.Timing {
+			pr.WallSeconds = nil
+		}
+		res.Policies = append(res.Policies, pr)
+	}
+	return res, nil
+}
+
+// flatObject matches an indented JSON object holding only scalars.
+var flatObject = regexp.MustCompile(`\{\n[^{}\[\]]*\n\s*\}`)
+var indent = regexp.MustCompile(`\n\s*`)
+
+// WriteJSON writes the result indented, each point on one line, with a
+// final newline.
+func WriteJSON(w io.Writer, res *Result) error {
+	data, err := json.MarshalIndent(res, "", " ")
+	if err != nil {
+		return err
+	}
+	data = flatObject.ReplaceAllFunc(data, func(obj []byte) []byte {
+		flat := indent.ReplaceAll(obj, []byte(" "))
+		return bytes.Replace(bytes.Replace(flat, []byte("{ "), []byte("{"), 1), []byte(" }"), []byte("}"), 1)
+	})
+	_, err = w.Write(append(data, '\n'))
+	return err
+}
+
+// ReadJSON reads a result written by WriteJSON.
+func ReadJSON(r io.Reader) (*Result, error) {
+	var res Result
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// At returns the point at a whole arrived percent, if the replay got there.
+func (p *PolicyResult) At(pct int) (Point, bool) {
+	if pct < 0 || pct >= len(p.Points) {
+		return Point{}, false
+	}
+	return p.Points[pct], true
+}
+
+// tablePercents are the arrived percents of the stdout table.
+var tablePercents = []int{50, 80, 90, 100, 110, 120}
+
+// WriteTable writes the human-readable summary: a header, then for each
+// policy its state at some arrived percents and at the end.
+func WriteTable(w io.Writer, res *Result) error {
+	in := res.Inputs
+	tune := "no tuning"
+	if in.Tune > 0 {
+		tune = fmt.Sprintf("tune %g", in.Tune)
+	}
+	order := in.Order
+	if order == string(OrderShuffle) {
+		order = fmt.Sprintf("shuffle seed %d", in.Seed)
+	}
+	fmt.Fprintf(w, "fleet %s: %d nodes, %d %s; pods %s: %d (%d fractional, %s), %s, %s -> %d arrivals\n",
+		in.Nodes, res.Nodes, res.CapacityDevices, res.Resource, in.Pods, res.TracePods, res.FractionalPods, in.Fractional, tune, order, res.Pods)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "policy\tarrived%\tallocated%\tunallocated%\tfragmented%\tfailed pods\tfailed device pods\twall s\t")
+	for _, p := range res.Policies {
+		wall := "-"
+		if p.WallSeconds != nil {
+			wall = fmt.Sprintf("%.1f", *p.WallSeconds)
+		}
+		row := func(label string, pt Point, wall string) {
+			fmt.Fprintf(tw, "%s\t%s\t%.2f\t%.2f\t%.2f\t%d\t%d\t%s\t\n", p.Name, label, pt.AllocatedPct, pt.UnallocatedPct, pt.FragmentedPct, pt.FailedPods, pt.FailedDevicePods, wall)
+		}
+		for _, pct := range tablePercents {
+			if pt, ok := p.At(pct); ok {
+				row(fmt.Sprint(pct), pt, "")
+			}
+		}
+		row(fmt.Sprintf("end %.2f", p.Final.ArrivedPct), p.Final, wall)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return writeFailures(w, res)
+}
+
+func writeFailures(w io.Writer, res *Result) error {
+	for _, p := range res.Policies {
+		if len(p.FailedBy) == 0 {
+			continue
+		}
+		var parts []string
+		for _, k := range sortedKeys(p.FailedBy) {
+			parts = append(parts, fmt.Sprintf("%s %d", k, p.FailedBy[k]))
+		}
+		if _, err := fmt.Fprintf(w, "%s: failed pods rejected by %s\n", p.Name, strings.Join(parts, ", ")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteFailures writes every failed pod of every policy as CSV:
+// policy,index,arrived_pct,name,gpus,cpu_milli,memory_mib,products,rejected_by.
+func WriteFailures(w io.Writer, res *Result) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write([]string{"policy", "index", "arrived_pct", "name", "gpus", "cpu_milli", "memory_mib", "products", "rejected_by"}); err != nil {
+		return err
+	}
+	for _, p := range res.Policies {
+		for _, f := range p.Failures {
+			rec := []string{p.Name, strconv.Itoa(f.Index), strconv.FormatFloat(f.ArrivedPct, 'f', 2, 64), f.Name,
+				strconv.FormatInt(f.Pod.GPUs, 10), strconv.FormatInt(f.Pod.MilliCPU, 10), strconv.FormatInt(f.Pod.MemoryMiB, 10),
+				strings.Join(f.Pod.Products, "|"), strings.Join(f.RejectedBy, "|")}
+			if err := cw.Write(rec); err != nil {
+				return err
+			}
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
