@@ -197,3 +197,17 @@ func parseSharing(value string) (Sharing, error) {
 	}
 	return "", fmt.Errorf("want %q or %q", SharingExclusive, SharingAny)
 }
+
+// SelectorAnnotations returns the pod's devicefit.io/* annotations as sorted
+// "key=value" strings: what the plugins' verdicts depend on, for signing
+// pods (KEP-5598 batching).
+func SelectorAnnotations(annotations map[string]string) []string {
+	var out []string
+	for k, v := range annotations {
+		if strings.HasPrefix(k, AnnotationPrefix) {
+			out = append(out, k+"="+v)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

@@ -380,3 +380,13 @@ func TestSelectorIsEmpty(t *testing.T) {
 		t.Errorf("selector parsed from no devicefit.io annotations: IsEmpty() = false, want true")
 	}
 }
+
+func TestSelectorAnnotations(t *testing.T) {
+	got := SelectorAnnotations(map[string]string{
+		AnnotationSharing: "exclusive", "other.io/x": "y", AnnotationProducts: "H100*",
+	})
+	want := []string{"devicefit.io/products=H100*", "devicefit.io/sharing=exclusive"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want,+got):\n%s", diff)
+	}
+}

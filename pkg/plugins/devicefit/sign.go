@@ -2,8 +2,6 @@ package devicefit
 
 import (
 	"context"
-	"slices"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -26,13 +24,7 @@ func (pl *DeviceFit) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment
 		// A pod PreFilter will reject anyway: not worth batching.
 		return nil, fwk.NewStatus(fwk.Unschedulable, err.Error())
 	}
-	var annotations []string
-	for k, v := range pod.Annotations {
-		if strings.HasPrefix(k, devices.AnnotationPrefix) {
-			annotations = append(annotations, k+"="+v)
-		}
-	}
-	slices.Sort(annotations)
+	annotations := devices.SelectorAnnotations(pod.Annotations)
 	return []fwk.SignFragment{
 		{Key: signerDemand, Value: demand},
 		{Key: signerAnnotations, Value: annotations},

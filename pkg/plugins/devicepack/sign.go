@@ -2,8 +2,6 @@ package devicepack
 
 import (
 	"context"
-	"slices"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -21,13 +19,7 @@ func (pl *DevicePack) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragmen
 		return nil, fwk.NewStatus(fwk.Unschedulable, err.Error())
 	}
 	cpu, mem := requests(pod)
-	var annotations []string
-	for k, v := range pod.Annotations {
-		if strings.HasPrefix(k, devices.AnnotationPrefix) {
-			annotations = append(annotations, k+"="+v)
-		}
-	}
-	slices.Sort(annotations)
+	annotations := devices.SelectorAnnotations(pod.Annotations)
 	return []fwk.SignFragment{
 		{Key: "DevicePack.Demand", Value: demand},
 		{Key: "DevicePack.Requests", Value: [2]int64{cpu, mem}},
