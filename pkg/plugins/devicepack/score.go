@@ -22,11 +22,21 @@ type preScoreState struct {
 	workload    *devices.Workload
 	// labels describe each device resource present on the candidate nodes.
 	labels map[v1.ResourceName]*devices.DeviceLabels
+	// nodes holds, per candidate node, its device resources as the labels
+	// describe them: read once here, so Score neither parses nor matches.
+	nodes map[string][]nodeDevice
 	// maxValue is the largest product value among the candidates (> 0).
 	maxValue int64
-	// kinds holds, per kind of free device on the candidates, which
-	// workload classes accept it and its scarcity pressure (computeKinds).
-	kinds map[deviceKind]*kindInfo
+}
+
+// nodeDevice is one device resource of a candidate node.
+type nodeDevice struct {
+	resource v1.ResourceName
+	device   devices.Device
+	value    int64
+	// kind is nil when the node has no free device of the resource: then
+	// nothing can be stranded there (F = 0 before and after).
+	kind *kindInfo
 }
 
 type kindInfo struct {
@@ -87,9 +97,12 @@ func (pl *DevicePack) PreScore(_ context.Context, cycleState fwk.CycleState, pod
 	if err != nil {
 		return fwk.AsStatus(fmt.Errorf("workload snapshot: %w", err))
 	}
-	s := &preScoreState{demand: demand, workload: wl, labels: map[v1.ResourceName]*devices.DeviceLabels{}, maxValue: 1}
+	s := &preScoreState{
+		demand: demand, workload: wl, maxValue: 1,
+		labels: map[v1.ResourceName]*devices.DeviceLabels{},
+		nodes:  make(map[string][]nodeDevice, len(nodes)),
+	}
 	s.milliCPU, s.memoryBytes = requests(pod)
-	anyDevices := false
 	for _, n := range nodes {
 		node := n.Node()
 		if node == nil {
@@ -99,19 +112,19 @@ func (pl *DevicePack) PreScore(_ context.Context, cycleState fwk.CycleState, pod
 			if a <= 0 || !pl.resources.Contains(name) {
 				continue
 			}
-			anyDevices = true
 			l, ok := s.labels[name]
 			if !ok {
 				keys := devices.NewDeviceLabels(name)
 				l = &keys
 				s.labels[name] = l
 			}
-			if v := pl.value(l.Describe(node.Labels)); v > s.maxValue {
-				s.maxValue = v
-			}
+			d := l.Describe(node.Labels)
+			v := pl.value(d)
+			s.maxValue = max(s.maxValue, v)
+			s.nodes[node.Name] = append(s.nodes[node.Name], nodeDevice{resource: name, device: d, value: v})
 		}
 	}
-	if !anyDevices {
+	if len(s.nodes) == 0 {
 		// No candidate has devices: nothing to pack, nothing to strand.
 		return fwk.NewStatus(fwk.Skip)
 	}
@@ -142,20 +155,23 @@ func (s *preScoreState) computeKinds(nodes []fwk.NodeInfo, scarcity bool) {
 		if node == nil {
 			continue
 		}
-		req := n.GetRequested().GetScalarResources()
-		for name, a := range n.GetAllocatable().GetScalarResources() {
-			l, ok := s.labels[name]
-			f := a - req[name]
-			if !ok || f <= 0 {
-				continue
+		alloc, req := n.GetAllocatable().GetScalarResources(), n.GetRequested().GetScalarResources()
+		for _, nd := range s.nodes[node.Name] {
+			if f := alloc[nd.resource] - req[nd.resource]; f > 0 {
+				total += f
+				free[deviceKind{resource: nd.resource, device: nd.device}] += f
 			}
-			total += f
-			free[deviceKind{resource: name, device: l.Describe(node.Labels)}] += f
 		}
 	}
-	s.kinds = make(map[deviceKind]*kindInfo, len(free))
+	kinds := make(map[deviceKind]*kindInfo, len(free))
 	for k := range free {
-		s.kinds[k] = &kindInfo{accept: s.workload.Acceptance(k.resource, k.device)}
+		kinds[k] = &kindInfo{accept: s.workload.Acceptance(k.resource, k.device)}
+	}
+	for name, nds := range s.nodes {
+		for i := range nds {
+			nds[i].kind = kinds[deviceKind{resource: nds[i].resource, device: nds[i].device}]
+		}
+		s.nodes[name] = nds
 	}
 	if !scarcity {
 		return
@@ -167,12 +183,12 @@ func (s *preScoreState) computeKinds(nodes []fwk.NodeInfo, scarcity bool) {
 		}
 		var supply int64
 		for k, f := range free {
-			if s.kinds[k].accept[i] {
+			if kinds[k].accept[i] {
 				supply += f
 			}
 		}
 		p := classes[i].Weight * float64(total) / float64(max(supply, 1))
-		for _, info := range s.kinds {
+		for _, info := range kinds {
 			if info.accept[i] {
 				info.pressure += p
 			}
@@ -214,38 +230,30 @@ func (pl *DevicePack) score(s *preScoreState, nodeInfo fwk.NodeInfo) int64 {
 	alloc, req := nodeInfo.GetAllocatable(), nodeInfo.GetRequested()
 	freeCPU := alloc.GetMilliCPU() - req.GetMilliCPU()
 	freeMem := alloc.GetMemory() - req.GetMemory()
-	labels := nodeInfo.Node().Labels
+	nds := s.nodes[nodeInfo.Node().Name]
 
 	var frag, fit, value, scarcity int64
-	hasDevices := false
-	for name, a := range alloc.GetScalarResources() {
-		l, ok := s.labels[name]
-		if !ok || a <= 0 {
-			continue
-		}
-		hasDevices = true
-		used := req.GetScalarResources()[name]
-		take := s.demand.Count(name)
-		d := l.Describe(labels)
-		// A kind is missing only when the node has no free device of it;
-		// then nothing can be stranded there (F = 0 before and after).
-		info := s.kinds[deviceKind{resource: name, device: d}]
-		if info != nil {
-			delta := s.workload.StrandedDeltaWith(info.accept, devices.NodeFree{
-				Resource: name, Devices: a - used, MilliCPU: freeCPU, MemoryBytes: freeMem, Device: d,
+	for i := range nds {
+		nd := &nds[i]
+		a := alloc.GetScalarResources()[nd.resource]
+		used := req.GetScalarResources()[nd.resource]
+		take := s.demand.Count(nd.resource)
+		if nd.kind != nil {
+			delta := s.workload.StrandedDeltaWith(nd.kind.accept, devices.NodeFree{
+				Resource: nd.resource, Devices: a - used, MilliCPU: freeCPU, MemoryBytes: freeMem, Device: nd.device,
 			}, take, s.milliCPU, s.memoryBytes)
 			frag -= int64(math.Round(delta * 1000))
 		}
 		if take > 0 {
 			fit += (used + take) * 1000 / a
-			value += 1000 - pl.value(d)*1000/s.maxValue
-			if info != nil {
-				scarcity -= int64(math.Round(info.pressure * float64(take) * 1000))
+			value += 1000 - nd.value*1000/s.maxValue
+			if nd.kind != nil {
+				scarcity -= int64(math.Round(nd.kind.pressure * float64(take) * 1000))
 			}
 		}
 	}
 	score := pl.weights.fragmentation*frag + pl.weights.bestFit*fit + pl.weights.productValue*value + pl.weights.scarcity*scarcity
-	if hasDevices && len(s.demand) == 0 {
+	if len(nds) > 0 && len(s.demand) == 0 {
 		score -= pl.weights.deviceNodePenalty * 1000
 	}
 	return score
