@@ -163,6 +163,20 @@ func (f *csvFile) fail(i int, format string, args ...any) error {
 	return &ParseError{File: f.name, Line: line, Column: col, Field: f.header[i], Problem: fmt.Sprintf(format, args...)}
 }
 
+// uniqueName reads the record's first column as an object name: a valid DNS
+// subdomain, not seen before in the file (seen maps names to their line).
+func (f *csvFile) uniqueName(kind string, seen map[string]int) (string, error) {
+	name := f.record[0]
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return "", f.fail(0, "%q is not a valid %s name: %s", name, kind, strings.Join(errs, "; "))
+	}
+	if first, dup := seen[name]; dup {
+		return "", f.fail(0, "duplicate %s %q (first on line %d)", kind, name, first)
+	}
+	seen[name] = f.line()
+	return name, nil
+}
+
 func (f *csvFile) source() string { return fmt.Sprintf("%s:%d", filepath.Base(f.name), f.line()) }
 
 // int reads field i as a decimal integer in [min, max].
@@ -197,14 +211,9 @@ func ReadNodesCSV(name string, in io.Reader) ([]NodeSpec, error) {
 			return nil, err
 		}
 		var n NodeSpec
-		n.Name = f.record[0]
-		if errs := validation.IsDNS1123Subdomain(n.Name); len(errs) > 0 {
-			return nil, f.fail(0, "%q is not a valid node name: %s", n.Name, strings.Join(errs, "; "))
+		if n.Name, err = f.uniqueName("node", seen); err != nil {
+			return nil, err
 		}
-		if first, dup := seen[n.Name]; dup {
-			return nil, f.fail(0, "duplicate node %q (first on line %d)", n.Name, first)
-		}
-		seen[n.Name] = f.line()
 		if n.MilliCPU, err = f.int(1, 1, 1<<40); err != nil {
 			return nil, err
 		}
@@ -262,14 +271,9 @@ func ReadPodsCSV(name string, in io.Reader) ([]PodSpec, error) {
 			return nil, err
 		}
 		var p PodSpec
-		p.Name = f.record[0]
-		if errs := validation.IsDNS1123Subdomain(p.Name); len(errs) > 0 {
-			return nil, f.fail(0, "%q is not a valid pod name: %s", p.Name, strings.Join(errs, "; "))
+		if p.Name, err = f.uniqueName("pod", seen); err != nil {
+			return nil, err
 		}
-		if first, dup := seen[p.Name]; dup {
-			return nil, f.fail(0, "duplicate pod %q (first on line %d)", p.Name, first)
-		}
-		seen[p.Name] = f.line()
 		if p.MilliCPU, err = f.int(1, 0, 1<<40); err != nil {
 			return nil, err
 		}
