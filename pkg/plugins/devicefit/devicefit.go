@@ -13,7 +13,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/component-base/featuregate"
+	k8smetrics "k8s.io/component-base/metrics"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/features"
 
@@ -21,6 +23,7 @@ import (
 	_ "github.com/devicefit/devicefit/pkg/apis/config/scheme" // args decode from KubeSchedulerConfiguration
 	"github.com/devicefit/devicefit/pkg/apis/config/validation"
 	"github.com/devicefit/devicefit/pkg/devices"
+	"github.com/devicefit/devicefit/pkg/metrics"
 )
 
 // Name is the plugin name in KubeSchedulerConfiguration profiles.
@@ -31,6 +34,7 @@ var (
 	_ fwk.FilterPlugin      = &DeviceFit{}
 	_ fwk.EnqueueExtensions = &DeviceFit{}
 	_ fwk.SignPlugin        = &DeviceFit{}
+	_ fwk.PostBindPlugin    = &DeviceFit{}
 )
 
 // DeviceFit is the plugin. Its fields are set once by New and never change.
@@ -44,6 +48,15 @@ type DeviceFit struct {
 	// draExtendedResources: a DeviceClass may serve an extended resource from
 	// ResourceSlices (KEP-5004), and such nodes show no allocatable for it.
 	draExtendedResources bool
+
+	// Counters bound once, so a rejection costs one atomic add and Filter
+	// stays allocation-free.
+	rejections           map[metrics.Reason]k8smetrics.CounterMetric
+	mismatchRejections   [len(mismatchMetric)]k8smetrics.CounterMetric
+	deviceNodeRejections k8smetrics.CounterMetric
+	// nodes reads the product of a bound pod's node in PostBind; nil when the
+	// framework has no informer factory (some tests, embedders).
+	nodes corelisters.NodeLister
 }
 
 // New builds DeviceFit from its args. It validates them again: tests and
@@ -72,6 +85,22 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 		text[i] = strconv.FormatInt(n, 10)
 	}
 	pl.allowedText = strings.Join(text, ", ")
+
+	metrics.Register()
+	pl.rejections = metrics.RejectionCounters()
+	for m, r := range mismatchMetric {
+		if r != "" {
+			pl.mismatchRejections[m] = pl.rejections[r]
+		}
+	}
+	pl.deviceNodeRejections = pl.rejections[metrics.ReasonDeviceNode]
+	if h != nil && h.SharedInformerFactory() != nil {
+		core := h.SharedInformerFactory().Core().V1()
+		pl.nodes = core.Nodes().Lister()
+		// DevicePack, when in the profile, supplies a source that also knows
+		// the workload; this one serves the gauges without it.
+		metrics.SetInventorySource(metrics.Source{Nodes: pl.nodes, Pods: core.Pods().Lister(), Resources: set})
+	}
 	return pl, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
 	"k8s.io/dynamic-resource-allocation/deviceclass/extendedresourcecache"
 	"k8s.io/klog/v2/ktesting"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -17,13 +18,16 @@ import (
 
 // draHandle exposes a real ExtendedResourceCache (the scheduler's own
 // DeviceClass -> extended resource index) through the framework handle;
-// DeviceFit calls nothing else on the handle.
+// DeviceFit calls nothing else on the handle but SharedInformerFactory,
+// which may be nil.
 type draHandle struct {
 	fwk.Handle
 	manager draManager
 }
 
 func (h draHandle) SharedDRAManager() fwk.SharedDRAManager { return h.manager }
+
+func (h draHandle) SharedInformerFactory() informers.SharedInformerFactory { return nil }
 
 type draManager struct {
 	fwk.SharedDRAManager

@@ -7,6 +7,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/devicefit/devicefit/pkg/devices"
+	"github.com/devicefit/devicefit/pkg/metrics"
 )
 
 // Filter reasons. Constants, because the framework aggregates them per node
@@ -22,6 +23,18 @@ const (
 	ReasonMIGInvalid      = "node(s) had an invalid MIG configuration (GFD product -MIG-INVALID)"
 	ReasonDeviceNode      = "node(s) had devices and deviceNodePolicy is Require"
 )
+
+// mismatchMetric is the devicefit_filter_rejections_total reason of each.
+var mismatchMetric = [...]metrics.Reason{
+	devices.MismatchProduct:         metrics.ReasonProduct,
+	devices.MismatchExcludedProduct: metrics.ReasonExcludedProduct,
+	devices.MismatchMemory:          metrics.ReasonMemory,
+	devices.MismatchFamily:          metrics.ReasonFamily,
+	devices.MismatchCompute:         metrics.ReasonCompute,
+	devices.MismatchShared:          metrics.ReasonShared,
+	devices.MismatchMIGStrategy:     metrics.ReasonMIGStrategy,
+	devices.MismatchMIGInvalid:      metrics.ReasonMIGInvalid,
+}
 
 var mismatchReasons = [...]string{
 	devices.MismatchProduct:         ReasonProduct,
@@ -46,6 +59,7 @@ func (pl *DeviceFit) Filter(ctx context.Context, cycleState fwk.CycleState, pod 
 	node := nodeInfo.Node()
 	if s.deviceFree {
 		if pl.hasDevices(nodeInfo) {
+			pl.deviceNodeRejections.Inc()
 			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ReasonDeviceNode)
 		}
 		return nil
@@ -53,6 +67,7 @@ func (pl *DeviceFit) Filter(ctx context.Context, cycleState fwk.CycleState, pod 
 	for i := range s.labels {
 		d := s.labels[i].Describe(node.Labels)
 		if m := s.selector.Match(&s.labels[i], d); m != devices.Match {
+			pl.mismatchRejections[m].Inc()
 			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, mismatchReasons[m])
 		}
 	}

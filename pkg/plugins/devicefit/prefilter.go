@@ -10,6 +10,7 @@ import (
 
 	"github.com/devicefit/devicefit/pkg/apis/config"
 	"github.com/devicefit/devicefit/pkg/devices"
+	"github.com/devicefit/devicefit/pkg/metrics"
 )
 
 // PreFilter validates the pod's device requests and selector once per cycle.
@@ -18,7 +19,10 @@ import (
 // for a count above every node, a bigger node must join, which the node
 // queueing hints catch).
 func (pl *DeviceFit) PreFilter(ctx context.Context, cycleState fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	s, status := pl.computeState(pod, nodes)
+	s, status, reason := pl.computeState(pod, nodes)
+	if reason != "" {
+		pl.rejections[reason].Inc()
+	}
 	if !status.IsSuccess() {
 		return nil, status
 	}
@@ -27,40 +31,40 @@ func (pl *DeviceFit) PreFilter(ctx context.Context, cycleState fwk.CycleState, p
 }
 
 // computeState builds the pod's preFilterState, or the status that rejects
-// or skips it.
-func (pl *DeviceFit) computeState(pod *v1.Pod, nodes []fwk.NodeInfo) (*preFilterState, *fwk.Status) {
+// or skips it; a rejection comes with its metrics reason.
+func (pl *DeviceFit) computeState(pod *v1.Pod, nodes []fwk.NodeInfo) (*preFilterState, *fwk.Status, metrics.Reason) {
 	demand, err := devices.PodDemand(pod, pl.resources)
 	if err != nil {
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error()), metrics.ReasonInvalidRequest
 	}
 	if len(demand) == 0 {
 		if pl.policy == config.DeviceNodePolicyRequire {
-			return &preFilterState{deviceFree: true}, nil
+			return &preFilterState{deviceFree: true}, nil, ""
 		}
 		// CPU pods pay nothing: Filter does not run for them.
-		return nil, fwk.NewStatus(fwk.Skip)
+		return nil, fwk.NewStatus(fwk.Skip), ""
 	}
 	selector, err := devices.ParseSelector(pod.Annotations)
 	if err != nil {
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error()), metrics.ReasonInvalidAnnotation
 	}
 	s := &preFilterState{demand: demand, selector: selector, labels: make([]devices.DeviceLabels, len(demand))}
 	for i, r := range demand {
 		s.labels[i] = devices.NewDeviceLabels(r.Name)
 		if len(pl.allowedCounts) > 0 && !slices.Contains(pl.allowedCounts, r.Count) {
 			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
-				fmt.Sprintf("requests %d %s; allowedCounts are %s", r.Count, r.Name, pl.allowedText))
+				fmt.Sprintf("requests %d %s; allowedCounts are %s", r.Count, r.Name, pl.allowedText)), metrics.ReasonCountNotAllowed
 		}
 		if pl.servedByDRA(r.Name) {
 			// Nodes show no allocatable for a DRA-served extended resource; the
 			// DynamicResources plugin decides from ResourceSlices.
 			continue
 		}
-		if status := s.checkOffers(nodes, i); status != nil {
-			return nil, status
+		if status, reason := s.checkOffers(nodes, i); status != nil {
+			return nil, status, reason
 		}
 	}
-	return s, nil
+	return s, nil, ""
 }
 
 // servedByDRA reports whether a DeviceClass maps the extended resource name
@@ -86,7 +90,7 @@ func (pl *DeviceFit) servedByDRA(name v1.ResourceName) bool {
 // When no node offers the resource at all, the pod is left to
 // NodeResourcesFit ("Insufficient"): a node may join, and a DRA-served
 // resource whose DeviceClass is not synced yet must not be judged here.
-func (s *preFilterState) checkOffers(nodes []fwk.NodeInfo, i int) *fwk.Status {
+func (s *preFilterState) checkOffers(nodes []fwk.NodeInfo, i int) (*fwk.Status, metrics.Reason) {
 	r, labels := s.demand[i], &s.labels[i]
 	var largest, largestMatching int64
 	for _, n := range nodes {
@@ -100,22 +104,22 @@ func (s *preFilterState) checkOffers(nodes []fwk.NodeInfo, i int) *fwk.Status {
 	}
 	switch {
 	case largest == 0:
-		return nil
+		return nil, ""
 	case r.Count > largest:
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
-			fmt.Sprintf("requests %d %s; the largest node offers %d", r.Count, r.Name, largest))
+			fmt.Sprintf("requests %d %s; the largest node offers %d", r.Count, r.Name, largest)), metrics.ReasonExceedsLargestNode
 	case largestMatching == 0 && s.selector.IsEmpty():
 		// Only the MIG checks can refuse a pod without selector.
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
-			fmt.Sprintf("no node offering %s has a MIG setup that can serve it", r.Name))
+			fmt.Sprintf("no node offering %s has a MIG setup that can serve it", r.Name)), metrics.ReasonNoMatchingNode
 	case largestMatching == 0:
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
-			fmt.Sprintf("no node offering %s matches the pod's devicefit.io annotations", r.Name))
+			fmt.Sprintf("no node offering %s matches the pod's devicefit.io annotations", r.Name)), metrics.ReasonNoMatchingNode
 	case r.Count > largestMatching:
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
-			fmt.Sprintf("requests %d %s; the largest node matching the pod's devicefit.io annotations offers %d", r.Count, r.Name, largestMatching))
+			fmt.Sprintf("requests %d %s; the largest node matching the pod's devicefit.io annotations offers %d", r.Count, r.Name, largestMatching)), metrics.ReasonNoMatchingNode
 	}
-	return nil
+	return nil, ""
 }
 
 // PreFilterExtensions returns nil: DeviceFit's verdict on a node does not

@@ -17,6 +17,7 @@ import (
 	_ "github.com/devicefit/devicefit/pkg/apis/config/scheme" // args decode from KubeSchedulerConfiguration
 	"github.com/devicefit/devicefit/pkg/apis/config/validation"
 	"github.com/devicefit/devicefit/pkg/devices"
+	"github.com/devicefit/devicefit/pkg/metrics"
 )
 
 // Name is the plugin name in KubeSchedulerConfiguration profiles.
@@ -50,7 +51,7 @@ type productValue struct {
 
 // New builds DevicePack from its args, validating them again: tests and
 // embedders construct plugins without going through the config scheme.
-func New(_ context.Context, obj runtime.Object, _ fwk.Handle) (fwk.Plugin, error) {
+func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 	args, ok := obj.(*config.DevicePackArgs)
 	if !ok {
 		return nil, fmt.Errorf("want args to be of type DevicePackArgs, got %T", obj)
@@ -84,7 +85,26 @@ func New(_ context.Context, obj runtime.Object, _ fwk.Handle) (fwk.Plugin, error
 		}
 		pl.values = append(pl.values, productValue{pattern: p, value: v.Value})
 	}
+	metrics.Register()
+	if h != nil && h.SharedInformerFactory() != nil {
+		// Stranded devices on /metrics are counted against the same
+		// workload that DevicePack scores with.
+		core := h.SharedInformerFactory().Core().V1()
+		metrics.SetInventorySource(metrics.Source{
+			Nodes: core.Nodes().Lister(), Pods: core.Pods().Lister(), Resources: set, Workload: pl.currentWorkload,
+		})
+	}
 	return pl, nil
+}
+
+// currentWorkload is the workload snapshot for the metrics collector; nil
+// while an observed workload has seen no device pod.
+func (pl *DevicePack) currentWorkload() *devices.Workload {
+	wl, err := pl.workload.snapshot()
+	if err != nil {
+		return nil
+	}
+	return wl
 }
 
 // Name returns the plugin name.

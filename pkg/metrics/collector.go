@@ -1,0 +1,121 @@
+package metrics
+
+import (
+	"maps"
+	"slices"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/labels"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/component-base/metrics"
+	"k8s.io/klog/v2"
+
+	"github.com/devicefit/devicefit/pkg/devices"
+)
+
+var (
+	devicesDesc = metrics.NewDesc(metrics.BuildFQName("", Subsystem, "devices"),
+		"Devices of the cluster's nodes by device resource, product and state: allocatable; allocated "+
+			"(requested by bound pods); free (allocatable minus allocated per node, never negative); stranded "+
+			"(the expected number of free devices that a job of the workload could not use where they are).",
+		[]string{LabelResource, LabelProduct, LabelState}, nil, metrics.ALPHA, "")
+	fragmentationDesc = metrics.NewDesc(metrics.BuildFQName("", Subsystem, "fragmentation_ratio"),
+		"Stranded devices divided by free devices, per device resource (0 when none is free).",
+		[]string{LabelResource}, nil, metrics.ALPHA, "")
+)
+
+// Source is what the inventory collector reads at scrape time: the
+// scheduler's own informer caches, so a scrape costs no API call.
+type Source struct {
+	Nodes     corelisters.NodeLister
+	Pods      corelisters.PodLister
+	Resources devices.ResourceSet
+	// Workload returns the job distribution stranded devices are counted
+	// against (DevicePack's); nil, or returning nil, counts none stranded.
+	Workload func() *devices.Workload
+}
+
+// inventoryCollector computes devicefit_devices and
+// devicefit_fragmentation_ratio on every scrape.
+type inventoryCollector struct {
+	metrics.BaseStableCollector
+
+	mu     sync.Mutex
+	source *Source
+}
+
+var inventory = &inventoryCollector{}
+
+var _ metrics.StableCollector = inventory
+
+// SetInventorySource points the collector at a scheduler's caches. Both
+// plugins call it from their constructors; a source that knows the workload
+// (DevicePack's) is never replaced by one that does not (DeviceFit's), so the
+// order in which a profile builds its plugins does not matter. Otherwise the
+// newest source wins: one scheduler per process, or the newest in tests.
+func SetInventorySource(s Source) {
+	inventory.mu.Lock()
+	defer inventory.mu.Unlock()
+	if cur := inventory.source; cur != nil && cur.Workload != nil && s.Workload == nil {
+		return
+	}
+	inventory.source = &s
+}
+
+func (c *inventoryCollector) current() *Source {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.source
+}
+
+// DescribeWithStability implements metrics.StableCollector.
+func (c *inventoryCollector) DescribeWithStability(ch chan<- *metrics.Desc) {
+	ch <- devicesDesc
+	ch <- fragmentationDesc
+}
+
+// CollectWithStability implements metrics.StableCollector.
+func (c *inventoryCollector) CollectWithStability(ch chan<- metrics.Metric) {
+	src := c.current()
+	if src == nil {
+		return
+	}
+	s, err := src.summarize()
+	if err != nil {
+		klog.ErrorS(err, "Listing the scheduler's caches for devicefit_devices")
+		return
+	}
+	emit(ch, s)
+}
+
+func (src *Source) summarize() (Summary, error) {
+	nodes, err := src.Nodes.List(labels.Everything())
+	if err != nil {
+		return Summary{}, err
+	}
+	pods, err := src.Pods.List(labels.Everything())
+	if err != nil {
+		return Summary{}, err
+	}
+	var w *devices.Workload
+	if src.Workload != nil {
+		w = src.Workload()
+	}
+	return Summarize(nodes, pods, src.Resources, w), nil
+}
+
+// emit sends the gauges of s, in key order.
+func emit(ch chan<- metrics.Metric, s Summary) {
+	for _, k := range s.Keys() {
+		c := s.Devices[k]
+		r, p := string(k.Resource), k.Product
+		ch <- metrics.NewLazyConstMetric(devicesDesc, metrics.GaugeValue, float64(c.Allocatable), r, p, StateAllocatable)
+		ch <- metrics.NewLazyConstMetric(devicesDesc, metrics.GaugeValue, float64(c.Allocated), r, p, StateAllocated)
+		ch <- metrics.NewLazyConstMetric(devicesDesc, metrics.GaugeValue, float64(c.Free), r, p, StateFree)
+		ch <- metrics.NewLazyConstMetric(devicesDesc, metrics.GaugeValue, c.Stranded, r, p, StateStranded)
+	}
+	ratios := s.FragmentationRatio()
+	for _, r := range slices.Sorted(maps.Keys(ratios)) {
+		ch <- metrics.NewLazyConstMetric(fragmentationDesc, metrics.GaugeValue, ratios[r], string(r))
+	}
+}

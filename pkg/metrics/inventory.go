@@ -1,0 +1,184 @@
+package metrics
+
+import (
+	"sort"
+
+	v1 "k8s.io/api/core/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/devicefit/devicefit/pkg/devices"
+)
+
+// DeviceKey is one row of devicefit_devices: a device resource and the
+// product its nodes' labels name.
+type DeviceKey struct {
+	Resource v1.ResourceName
+	Product  string
+}
+
+// DeviceCounts are the devices of one key, summed over the nodes.
+type DeviceCounts struct {
+	// Allocatable is what the device plugins advertise for pods.
+	Allocatable int64
+	// Allocated is what the bound, non-terminated pods request. It can exceed
+	// Allocatable when a device turned unhealthy under running pods.
+	Allocated int64
+	// Free is max(Allocatable − Allocated, 0) per node.
+	Free int64
+	// Stranded is the expected number of the free devices that a job drawn
+	// from the workload could not use where they are (pkg/devices,
+	// Fragmentation): too few free on the node, the node's CPU or memory
+	// used up, or a product the jobs do not accept. 0 when no workload is
+	// known yet: without jobs, no device is known to be unusable.
+	Stranded float64
+}
+
+// Summary is the cluster's device inventory at one instant.
+type Summary struct {
+	Devices map[DeviceKey]*DeviceCounts
+}
+
+// Keys returns the keys sorted by resource, then product.
+func (s Summary) Keys() []DeviceKey {
+	keys := make([]DeviceKey, 0, len(s.Devices))
+	for k := range s.Devices {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].Resource != keys[j].Resource {
+			return keys[i].Resource < keys[j].Resource
+		}
+		return keys[i].Product < keys[j].Product
+	})
+	return keys
+}
+
+// FragmentationRatio returns, per device resource, stranded / free over all
+// its products (0 when nothing is free: no free device, none stranded).
+func (s Summary) FragmentationRatio() map[v1.ResourceName]float64 {
+	free := map[v1.ResourceName]int64{}
+	stranded := map[v1.ResourceName]float64{}
+	// Sorted: float sums must not depend on map order.
+	for _, k := range s.Keys() {
+		c := s.Devices[k]
+		free[k.Resource] += c.Free
+		stranded[k.Resource] += c.Stranded
+	}
+	out := make(map[v1.ResourceName]float64, len(free))
+	for r, f := range free {
+		if f > 0 {
+			out[r] = stranded[r] / float64(f)
+		} else {
+			out[r] = 0
+		}
+	}
+	return out
+}
+
+// nodeUse is what the bound pods of one node request.
+type nodeUse struct {
+	milliCPU, memoryBytes int64
+	devices               []devices.Request
+}
+
+// Summarize builds the inventory from nodes and pods as the scheduler's
+// caches hold them. Pods that are not bound, or have terminated (their
+// requests no longer hold devices), are ignored; requests are computed as the
+// scheduler computes them (init containers, sidecars, overhead). Cost:
+// O(nodes + pods) plus one workload evaluation per node and device resource.
+func Summarize(nodes []*v1.Node, pods []*v1.Pod, set devices.ResourceSet, w *devices.Workload) Summary {
+	index := make(map[string]int, len(nodes))
+	for i, n := range nodes {
+		index[n.Name] = i
+	}
+	use := make([]nodeUse, len(nodes))
+	for _, p := range pods {
+		i, ok := index[p.Spec.NodeName]
+		if !ok || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
+			continue
+		}
+		u := &use[i]
+		reqs := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
+		for name, q := range reqs {
+			switch {
+			case name == v1.ResourceCPU:
+				u.milliCPU += q.MilliValue()
+			case name == v1.ResourceMemory:
+				u.memoryBytes += q.Value()
+			case set.Contains(name):
+				u.add(name, q.Value())
+			}
+		}
+	}
+
+	s := Summary{Devices: map[DeviceKey]*DeviceCounts{}}
+	labels := map[v1.ResourceName]*devices.DeviceLabels{}
+	for i, n := range nodes {
+		u := &use[i]
+		alloc := n.Status.Allocatable
+		freeCPU := alloc.Cpu().MilliValue() - u.milliCPU
+		freeMem := alloc.Memory().Value() - u.memoryBytes
+		seen := func(name v1.ResourceName) bool { _, ok := alloc[name]; return ok }
+		each := func(name v1.ResourceName, allocatable, requested int64) {
+			if allocatable == 0 && requested == 0 {
+				// A stale MIG profile left behind by a strategy switch.
+				return
+			}
+			l, ok := labels[name]
+			if !ok {
+				keys := devices.NewDeviceLabels(name)
+				l = &keys
+				labels[name] = l
+			}
+			d := l.Describe(n.Labels)
+			product := d.Product
+			if product == "" {
+				product = ProductUnknown
+			}
+			key := DeviceKey{Resource: name, Product: product}
+			c := s.Devices[key]
+			if c == nil {
+				c = &DeviceCounts{}
+				s.Devices[key] = c
+			}
+			free := max(allocatable-requested, 0)
+			c.Allocatable += allocatable
+			c.Allocated += requested
+			c.Free += free
+			if w != nil {
+				c.Stranded += w.Stranded(devices.NodeFree{Resource: name, Devices: free, MilliCPU: freeCPU, MemoryBytes: freeMem, Device: d})
+			}
+		}
+		for name, q := range alloc {
+			if set.Contains(name) {
+				each(name, q.Value(), u.requested(name))
+			}
+		}
+		// Requests for a resource the node no longer advertises at all.
+		for _, r := range u.devices {
+			if !seen(r.Name) {
+				each(r.Name, 0, r.Count)
+			}
+		}
+	}
+	return s
+}
+
+func (u *nodeUse) add(name v1.ResourceName, n int64) {
+	for i := range u.devices {
+		if u.devices[i].Name == name {
+			u.devices[i].Count += n
+			return
+		}
+	}
+	u.devices = append(u.devices, devices.Request{Name: name, Count: n})
+}
+
+func (u *nodeUse) requested(name v1.ResourceName) int64 {
+	for _, r := range u.devices {
+		if r.Name == name {
+			return r.Count
+		}
+	}
+	return 0
+}

@@ -1,0 +1,122 @@
+// Package metrics holds devicefit's Prometheus metrics. They are registered
+// into component-base's legacyregistry, so they appear on the scheduler's own
+// authenticated /metrics next to the upstream scheduler_* metrics.
+//
+// Counters (placements, rejections) are updated by the plugins; the device
+// gauges are computed at scrape time by the inventory collector (collector.go)
+// from the scheduler's informer caches.
+package metrics
+
+import (
+	"sync"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+// Subsystem prefixes every devicefit metric: devicefit_<name>.
+const Subsystem = "devicefit"
+
+// Label names.
+const (
+	LabelResource = "resource"
+	LabelProduct  = "product"
+	LabelReason   = "reason"
+	LabelState    = "state"
+)
+
+// ProductUnknown is the product label of devices whose node has no product
+// label (a node without GFD, or a vendor whose labeller is not running).
+const ProductUnknown = "unknown"
+
+// Values of the state label of devicefit_devices.
+const (
+	StateAllocatable = "allocatable"
+	StateAllocated   = "allocated"
+	StateFree        = "free"
+	StateStranded    = "stranded"
+)
+
+// Reason is a value of the reason label of devicefit_filter_rejections_total.
+// The set is closed: every DeviceFit rejection maps to exactly one.
+type Reason string
+
+// Rejections at PreFilter (once per scheduling attempt of a pod).
+const (
+	ReasonInvalidRequest     Reason = "invalid_request"      // fractional count, requests != limits
+	ReasonInvalidAnnotation  Reason = "invalid_annotation"   // a devicefit.io/* value that does not parse
+	ReasonCountNotAllowed    Reason = "count_not_allowed"    // outside allowedCounts
+	ReasonExceedsLargestNode Reason = "exceeds_largest_node" // more devices than any node offers
+	ReasonNoMatchingNode     Reason = "no_matching_node"     // no node offering the resource matches
+)
+
+// Rejections at Filter (once per node and scheduling attempt).
+const (
+	ReasonProduct         Reason = "product"
+	ReasonExcludedProduct Reason = "excluded_product"
+	ReasonMemory          Reason = "memory"
+	ReasonFamily          Reason = "family"
+	ReasonCompute         Reason = "compute"
+	ReasonShared          Reason = "shared"
+	ReasonMIGStrategy     Reason = "mig_strategy"
+	ReasonMIGInvalid      Reason = "mig_invalid"
+	ReasonDeviceNode      Reason = "device_node"
+)
+
+// Reasons lists every reason, so the plugins can bind one counter to each up
+// front and a rejection costs one atomic add.
+var Reasons = []Reason{
+	ReasonInvalidRequest, ReasonInvalidAnnotation, ReasonCountNotAllowed, ReasonExceedsLargestNode, ReasonNoMatchingNode,
+	ReasonProduct, ReasonExcludedProduct, ReasonMemory, ReasonFamily, ReasonCompute, ReasonShared,
+	ReasonMIGStrategy, ReasonMIGInvalid, ReasonDeviceNode,
+}
+
+var (
+	// Placements counts pods bound by the devicefit scheduler, per device
+	// resource the pod requested and the product of the node's devices.
+	Placements = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem:      Subsystem,
+		Name:           "placements_total",
+		Help:           "Number of device pods bound, by device resource and the product of the node's devices.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{LabelResource, LabelProduct})
+
+	// PlacedDevices counts the devices those pods requested.
+	PlacedDevices = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem:      Subsystem,
+		Name:           "placed_devices_total",
+		Help:           "Number of devices requested by the device pods bound, by device resource and product.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{LabelResource, LabelProduct})
+
+	// FilterRejections counts DeviceFit's rejections: a PreFilter reason once
+	// per scheduling attempt, a Filter reason once per node rejected in it.
+	FilterRejections = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem:      Subsystem,
+		Name:           "filter_rejections_total",
+		Help:           "Number of DeviceFit rejections by reason: once per scheduling attempt for request and annotation errors, once per node for node mismatches.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{LabelReason})
+)
+
+var registerOnce sync.Once
+
+// Register registers the counters and the inventory collector into
+// legacyregistry. It is safe to call more than once (every plugin
+// constructor does); only the first call registers.
+func Register() {
+	registerOnce.Do(func() {
+		legacyregistry.MustRegister(Placements, PlacedDevices, FilterRejections)
+		legacyregistry.CustomMustRegister(inventory)
+	})
+}
+
+// RejectionCounters returns one counter per reason. Call it after Register:
+// an unregistered vector hands out no-op counters.
+func RejectionCounters() map[Reason]metrics.CounterMetric {
+	out := make(map[Reason]metrics.CounterMetric, len(Reasons))
+	for _, r := range Reasons {
+		out[r] = FilterRejections.WithLabelValues(string(r))
+	}
+	return out
+}
