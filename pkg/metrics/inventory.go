@@ -98,17 +98,16 @@ func Summarize(nodes []*v1.Node, pods []*v1.Pod, set devices.ResourceSet, w *dev
 			continue
 		}
 		u := &use[i]
-		reqs := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
-		for name, q := range reqs {
-			switch {
-			case name == v1.ResourceCPU:
-				u.milliCPU += q.MilliValue()
-			case name == v1.ResourceMemory:
-				u.memoryBytes += q.Value()
-			case set.Contains(name):
-				u.add(name, q.Value())
+		if simplePod(p) {
+			// The common pod: its requests are the sum of its containers'.
+			// Reading them in place saves the maps PodRequests builds, which
+			// are most of a scrape's cost at 20000 pods.
+			for j := range p.Spec.Containers {
+				u.addRequests(p.Spec.Containers[j].Resources.Requests, set)
 			}
+			continue
 		}
+		u.addRequests(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}), set)
 	}
 
 	s := Summary{Devices: map[DeviceKey]*DeviceCounts{}}
@@ -162,6 +161,26 @@ func Summarize(nodes []*v1.Node, pods []*v1.Pod, set devices.ResourceSet, w *dev
 		}
 	}
 	return s
+}
+
+// simplePod reports whether PodRequests would simply sum the app
+// containers: no init containers (their max), no overhead, no pod-level
+// resources (which replace the containers' sum).
+func simplePod(p *v1.Pod) bool {
+	return len(p.Spec.InitContainers) == 0 && p.Spec.Overhead == nil && p.Spec.Resources == nil
+}
+
+func (u *nodeUse) addRequests(reqs v1.ResourceList, set devices.ResourceSet) {
+	for name, q := range reqs {
+		switch {
+		case name == v1.ResourceCPU:
+			u.milliCPU += q.MilliValue()
+		case name == v1.ResourceMemory:
+			u.memoryBytes += q.Value()
+		case set.Contains(name):
+			u.add(name, q.Value())
+		}
+	}
 }
 
 func (u *nodeUse) add(name v1.ResourceName, n int64) {

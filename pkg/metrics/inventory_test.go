@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/devicefit/devicefit/pkg/devices"
@@ -92,6 +93,22 @@ func TestSummarize(t *testing.T) {
 			boundPod("running", "a", "1", "3"),
 		},
 		want: map[DeviceKey]DeviceCounts{{gpu, h100}: {Allocatable: 8, Allocated: 3, Free: 5}},
+	}, {
+		// An init container asking for 4 GPUs holds max(1, 4) = 4 while the
+		// pod is bound; 8 - 4 free. Overhead adds 2 CPUs: 64 - (1 + 61 + 2)
+		// leaves no CPU, so all 4 free GPUs are stranded.
+		name:  "init containers and overhead count as the scheduler counts them",
+		nodes: []*v1.Node{gpuNode("a", h100, "8")},
+		pods: []*v1.Pod{
+			st.MakePod().Name("init").Namespace("ns").Node("a").
+				Res(map[v1.ResourceName]string{v1.ResourceCPU: "1", gpu: "1"}).
+				InitReq(map[v1.ResourceName]string{gpu: "4"}).Obj(),
+			st.MakePod().Name("overhead").Namespace("ns").Node("a").
+				Res(map[v1.ResourceName]string{v1.ResourceCPU: "61"}).
+				Overhead(v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")}).Obj(),
+		},
+		workload: jobs(t, 1),
+		want:     map[DeviceKey]DeviceCounts{{gpu, h100}: {Allocatable: 8, Allocated: 4, Free: 4, Stranded: 4}},
 	}, {
 		// The zero nvidia.com/gpu a mixed-strategy node advertises is omitted;
 		// the MIG slice is its own product.
