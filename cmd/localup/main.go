@@ -27,6 +27,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/devicefit/devicefit/internal/controlplane"
 )
 
 type options struct {
@@ -70,12 +72,12 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "localup:", err)
 		return 1
 	}
-	var procs []*process
+	var procs []*controlplane.Process
 	start := time.Now()
 	err = runLocal(ctx, o, dir, &procs)
 
 	for i := len(procs) - 1; i >= 0; i-- {
-		procs[i].stop(o.grace)
+		procs[i].Stop(o.grace)
 	}
 	switch {
 	case err == nil:
@@ -87,26 +89,30 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "\nlocalup: interrupted; every process stopped.")
 		return 130
 	default:
-		reportFailure(err, procs, dir)
+		reportFailure(err, dir)
 		return 1
 	}
 }
 
 // reportFailure prints the error, where each log is, and the end of the log
 // of the process the failure is attributed to.
-func reportFailure(err error, procs []*process, dir string) {
+// The logs are listed from dir rather than from procs: a control plane that
+// failed to start has stopped its processes already, and they are not in
+// procs.
+func reportFailure(err error, dir string) {
 	fmt.Fprintf(os.Stderr, "\nlocalup: FAILED: %v\n", err)
 	fmt.Fprintf(os.Stderr, "Logs (kept, with the rest of the run, in %s):\n", dir)
-	for _, p := range procs {
-		fmt.Fprintf(os.Stderr, "  %-20s %s\n", p.name, p.logPath)
+	logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	for _, l := range logs {
+		fmt.Fprintf(os.Stderr, "  %-20s %s\n", strings.TrimSuffix(filepath.Base(l), ".log"), l)
 	}
-	var pe *processError
+	var pe *controlplane.ProcessError
 	if errors.As(err, &pe) {
-		fmt.Fprintf(os.Stderr, "\nLast lines of %s:\n%s\n", pe.p.logPath, tail(pe.p.logPath, 40))
+		fmt.Fprintf(os.Stderr, "\nLast lines of %s:\n%s\n", pe.Process.LogPath, controlplane.Tail(pe.Process.LogPath, 40))
 	}
 }
 
-func runLocal(ctx context.Context, o options, dir string, procs *[]*process) error {
+func runLocal(ctx context.Context, o options, dir string, procs *[]*controlplane.Process) error {
 	binDir, err := filepath.Abs(o.binDir)
 	if err != nil {
 		return err
@@ -122,50 +128,52 @@ func runLocal(ctx context.Context, o options, dir string, procs *[]*process) err
 	fmt.Printf("devicefit local run: %s in %s\n", strings.TrimSpace(string(version)), dir)
 
 	t := time.Now()
-	cp, err := startControlPlane(ctx, binDir, dir, procs)
+	cp, err := controlplane.Start(ctx, controlplane.Options{BinDir: binDir, Dir: dir, UserAgent: "devicefit-localup", Grace: o.grace})
 	if err != nil {
 		return err
 	}
-	fmt.Printf("Control plane ready in %.1fs: etcd and kube-apiserver at %s\n", time.Since(t).Seconds(), cp.apiURL)
+	*procs = append(*procs, cp.Processes()...)
+	fmt.Printf("Control plane ready in %.1fs: etcd and kube-apiserver at %s\n", time.Since(t).Seconds(), cp.URL)
 
 	t = time.Now()
-	rendered, le, err := renderSchedulerConfig(config, dir, cp.schedKube)
+	rendered, le, err := renderSchedulerConfig(config, dir, cp.SchedulerKubeconfig)
 	if err != nil {
 		return err
 	}
 	if err := grantLeaderElection(ctx, cp, le); err != nil {
 		return err
 	}
-	sched, err := startScheduler(binDir, dir, rendered, cp, procs)
+	sched, err := startScheduler(binDir, dir, rendered, cp)
 	if err != nil {
 		return err
 	}
+	*procs = append(*procs, sched.Process)
 	// Register the fleet while the scheduler boots; it picks the nodes up
 	// through its informers either way.
 	pools := fleet()
-	nodes, err := registerFleet(ctx, cp.client, pools)
+	nodes, err := registerFleet(ctx, cp.Client, pools)
 	if err != nil {
 		return err
 	}
-	if err := sched.waitReady(ctx); err != nil {
+	if err := sched.WaitReady(ctx, 90*time.Second); err != nil {
 		return err
 	}
 	fmt.Printf("devicefit-scheduler ready in %.1fs (config %s, lease %s/%s); %d nodes registered\n",
-		time.Since(t).Seconds(), o.config, le.resourceNamespace, le.resourceName, nodes)
+		time.Since(t).Seconds(), o.config, le.ResourceNamespace, le.ResourceName, nodes)
 
 	classes := workload()
 	pods := buildPods(classes, o.seed)
-	if err := submit(ctx, cp.client, pods); err != nil {
+	if err := submit(ctx, cp.Client, pods); err != nil {
 		return err
 	}
 	fmt.Printf("Submitted %d pods (schedulerName %s, seed %d); waiting for each to be bound or unschedulable:\n",
 		len(pods), schedulerName, o.seed)
-	settled, err := waitSettled(ctx, os.Stdout, cp.client, len(pods), o.timeout, sched.proc)
+	settled, err := waitSettled(ctx, os.Stdout, cp.Client, len(pods), o.timeout, sched.Process)
 	if err != nil {
 		return err
 	}
 
-	nodeList, err := cp.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	nodeList, err := cp.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return fmt.Errorf("listing nodes: %w", err)
 	}
@@ -176,7 +184,7 @@ func runLocal(ctx context.Context, o options, dir string, procs *[]*process) err
 	printPlacement(os.Stdout, placement(nodeList.Items, settled))
 	printUnschedulable(os.Stdout, settled, invalid)
 	if err := printMetrics(ctx, sched); err != nil {
-		return blame(sched.proc, err)
+		return controlplane.Blame(sched.Process, err)
 	}
 
 	if problems := check(nodeList.Items, settled, classes); len(problems) > 0 {
@@ -186,9 +194,9 @@ func runLocal(ctx context.Context, o options, dir string, procs *[]*process) err
 
 	if o.keep {
 		fmt.Printf("\nThe cluster stays up until Ctrl-C:\n  export KUBECONFIG=%s\n  %s get pods -n %s -o wide\n",
-			cp.adminKube, filepath.Join(o.binDir, "kubectl"), namespace)
+			cp.AdminKubeconfig, filepath.Join(o.binDir, "kubectl"), namespace)
 		for _, p := range *procs {
-			fmt.Printf("  %-20s log %s\n", p.name, p.logPath)
+			fmt.Printf("  %-20s log %s\n", p.Name, p.LogPath)
 		}
 		select {
 		case <-ctx.Done():
@@ -201,12 +209,12 @@ func runLocal(ctx context.Context, o options, dir string, procs *[]*process) err
 
 // printMetrics shows the scheduler's own view of the run, read from its
 // authenticated /metrics endpoint.
-func printMetrics(ctx context.Context, s *scheduler) error {
-	lines, err := s.metrics(ctx, "scheduler_schedule_attempts_total", "devicefit_")
+func printMetrics(ctx context.Context, s *controlplane.Scheduler) error {
+	lines, err := s.Metrics(ctx, "scheduler_schedule_attempts_total", "devicefit_")
 	if err != nil {
 		return err
 	}
-	fmt.Println("\nScheduler metrics (" + s.url + "/metrics):")
+	fmt.Println("\nScheduler metrics (" + s.URL + "/metrics):")
 	for _, l := range lines {
 		fmt.Println("  " + l)
 	}
@@ -214,21 +222,21 @@ func printMetrics(ctx context.Context, s *scheduler) error {
 }
 
 // firstExit is closed when any of procs exits.
-func firstExit(procs []*process) <-chan struct{} {
+func firstExit(procs []*controlplane.Process) <-chan struct{} {
 	ch := make(chan struct{})
 	var once sync.Once
 	for _, p := range procs {
-		go func(p *process) {
-			<-p.done
+		go func(p *controlplane.Process) {
+			<-p.Done()
 			once.Do(func() { close(ch) })
 		}(p)
 	}
 	return ch
 }
 
-func firstExitError(procs []*process) error {
+func firstExitError(procs []*controlplane.Process) error {
 	for _, p := range procs {
-		if err := p.exited(); err != nil {
+		if err := p.Exited(); err != nil {
 			return err
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/devicefit/devicefit/internal/controlplane"
 )
 
 // podState is where a pod stands from the scheduler's point of view.
@@ -43,7 +45,7 @@ func scheduledCondition(p *v1.Pod) *v1.PodCondition {
 // or marked unschedulable, and returns the pods as last seen. There is no
 // kubelet, so a bound pod stays Pending with spec.nodeName set: binding is
 // the end of the scheduler's work and of this wait.
-func waitSettled(ctx context.Context, out io.Writer, cs kubernetes.Interface, want int, timeout time.Duration, sched *process) ([]v1.Pod, error) {
+func waitSettled(ctx context.Context, out io.Writer, cs kubernetes.Interface, want int, timeout time.Duration, sched *controlplane.Process) ([]v1.Pod, error) {
 	start := time.Now()
 	deadline := start.Add(timeout)
 	tick := time.NewTicker(time.Second)
@@ -62,11 +64,11 @@ func waitSettled(ctx context.Context, out io.Writer, cs kubernetes.Interface, wa
 		if len(list.Items) == want && counts[statePending] == 0 {
 			return list.Items, nil
 		}
-		if err := sched.exited(); err != nil {
+		if err := sched.Exited(); err != nil {
 			return nil, err
 		}
 		if time.Now().After(deadline) {
-			return nil, blame(sched, fmt.Errorf("%d of %d pods still pending after %v", counts[statePending], want, timeout))
+			return nil, controlplane.Blame(sched, fmt.Errorf("%d of %d pods still pending after %v", counts[statePending], want, timeout))
 		}
 		select {
 		case <-ctx.Done():

@@ -16,8 +16,8 @@ func TestRenderSchedulerConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if le.resourceName != "devicefit-scheduler" || le.resourceNamespace != "kube-system" {
-		t.Errorf("lease %s/%s, want kube-system/devicefit-scheduler", le.resourceNamespace, le.resourceName)
+	if le.ResourceName != "devicefit-scheduler" || le.ResourceNamespace != "devicefit-system" {
+		t.Errorf("lease %s/%s, want devicefit-system/devicefit-scheduler", le.ResourceNamespace, le.ResourceName)
 	}
 	data, err := os.ReadFile(out)
 	if err != nil {

@@ -1,4 +1,4 @@
-package main
+package controlplane
 
 import (
 	"crypto/ecdsa"
@@ -19,12 +19,12 @@ import (
 
 // writeCredentials creates the apiserver's serving certificate, the service
 // account signing key, the client and front-proxy CAs, a static token file and
-// the two kubeconfigs. All of it is new for every run, in a new directory:
-// kube-apiserver and kube-scheduler reuse whatever pair they find in
-// --cert-dir, and a pair left from an earlier run would not be the one the
+// the two kubeconfigs. All of it is new for every control plane, in a new
+// directory: kube-apiserver and kube-scheduler reuse whatever pair they find
+// in --cert-dir, and a pair left from an earlier run would not be the one the
 // kubeconfigs trust.
-func (cp *controlPlane) writeCredentials() error {
-	pki := filepath.Join(cp.dir, "pki")
+func (cp *ControlPlane) writeCredentials() error {
+	pki := filepath.Join(cp.Dir, "pki")
 	if err := os.MkdirAll(pki, 0o700); err != nil {
 		return err
 	}
@@ -32,8 +32,8 @@ func (cp *controlPlane) writeCredentials() error {
 	if err != nil {
 		return fmt.Errorf("generating the apiserver certificate: %w", err)
 	}
-	cp.caFile = filepath.Join(pki, "apiserver.crt")
-	if err := cert.WriteCert(cp.caFile, certPEM); err != nil {
+	cp.CAFile = filepath.Join(pki, "apiserver.crt")
+	if err := cert.WriteCert(cp.CAFile, certPEM); err != nil {
 		return err
 	}
 	if err := keyutil.WriteKey(filepath.Join(pki, "apiserver.key"), keyPEM); err != nil {
@@ -46,34 +46,34 @@ func (cp *controlPlane) writeCredentials() error {
 	if err := keyutil.WriteKey(filepath.Join(pki, "sa.key"), saKey); err != nil {
 		return err
 	}
-	if err := writeCA(filepath.Join(pki, "client-ca.crt"), "devicefit-localup-client-ca"); err != nil {
+	if err := writeCA(filepath.Join(pki, "client-ca.crt"), "devicefit-client-ca"); err != nil {
 		return err
 	}
-	if err := writeCA(filepath.Join(pki, "front-proxy-ca.crt"), "devicefit-localup-front-proxy-ca"); err != nil {
+	if err := writeCA(filepath.Join(pki, "front-proxy-ca.crt"), "devicefit-front-proxy-ca"); err != nil {
 		return err
 	}
 
-	cp.adminToken = randomToken()
-	schedToken := randomToken()
+	cp.AdminToken = randomToken()
+	cp.SchedulerToken = randomToken()
 	// token,user,uid,"groups"
 	tokens := fmt.Sprintf("%s,%s,%s,\"system:masters\"\n%s,%s,%s\n",
-		cp.adminToken, adminUser, adminUser, schedToken, schedulerUser, schedulerUser)
+		cp.AdminToken, AdminUser, AdminUser, cp.SchedulerToken, SchedulerUser, SchedulerUser)
 	if err := os.WriteFile(filepath.Join(pki, "tokens.csv"), []byte(tokens), 0o600); err != nil {
 		return err
 	}
 
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return err
 	}
 	cp.apiPort = port
-	cp.apiURL = "https://127.0.0.1:" + strconv.Itoa(port)
-	cp.adminKube = filepath.Join(cp.dir, "admin.kubeconfig")
-	cp.schedKube = filepath.Join(cp.dir, "scheduler.kubeconfig")
-	if err := writeKubeconfig(cp.adminKube, cp.apiURL, cp.caFile, adminUser, cp.adminToken); err != nil {
+	cp.URL = "https://127.0.0.1:" + strconv.Itoa(port)
+	cp.AdminKubeconfig = filepath.Join(cp.Dir, "admin.kubeconfig")
+	cp.SchedulerKubeconfig = filepath.Join(cp.Dir, "scheduler.kubeconfig")
+	if err := cp.WriteKubeconfig(cp.AdminKubeconfig, AdminUser, cp.AdminToken); err != nil {
 		return err
 	}
-	return writeKubeconfig(cp.schedKube, cp.apiURL, cp.caFile, schedulerUser, schedToken)
+	return cp.WriteKubeconfig(cp.SchedulerKubeconfig, SchedulerUser, cp.SchedulerToken)
 }
 
 // writeCA writes a CA certificate whose key is thrown away, for
@@ -100,10 +100,10 @@ func writeCA(path, name string) error {
 
 func writeKubeconfig(path, server, caFile, user, token string) error {
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["localup"] = &clientcmdapi.Cluster{Server: server, CertificateAuthority: caFile}
+	cfg.Clusters["devicefit"] = &clientcmdapi.Cluster{Server: server, CertificateAuthority: caFile}
 	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{Token: token}
-	cfg.Contexts["localup"] = &clientcmdapi.Context{Cluster: "localup", AuthInfo: user}
-	cfg.CurrentContext = "localup"
+	cfg.Contexts["devicefit"] = &clientcmdapi.Context{Cluster: "devicefit", AuthInfo: user}
+	cfg.CurrentContext = "devicefit"
 	return clientcmd.WriteToFile(*cfg, path)
 }
 
