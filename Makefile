@@ -19,6 +19,10 @@ GOTESTFLAGS ?=
 LOCALUP_FLAGS ?=
 UNIT_TIMEOUT ?= 20m
 INTEGRATION_TIMEOUT ?= 60m
+E2E_TIMEOUT ?= 20m
+# The newest prometheus-operator the module proxy serves here; only its CRDs
+# are used (test-e2e), it is not a Go dependency.
+PROMETHEUS_OPERATOR_VERSION ?= v0.76.0
 
 # Recursive (=) on purpose: git and `go list` run only when a recipe needs them.
 DEVICEFIT_LDFLAGS = $(shell hack/version.sh ldflags)
@@ -28,13 +32,13 @@ KUBE_LDFLAGS = $(shell hack/version.sh kube-ldflags)
 COMMANDS := $(filter-out scheduler,$(sort $(notdir $(patsubst %/,%,$(dir $(wildcard cmd/*/*.go))))))
 TOOLS := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kubectl
 
-.PHONY: all build scheduler commands tools test test-unit test-integration run \
-	verify verify-gofmt verify-vet verify-tidy clean help replay replay-report
+.PHONY: all build scheduler commands tools test test-unit test-integration test-e2e \
+	prometheus run verify verify-gofmt verify-vet verify-tidy clean help replay replay-report
 
 all: build tools
 
 help: ## show the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 20
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 20
 
 build: scheduler commands ## bin/devicefit-scheduler and every other cmd/
 
@@ -65,15 +69,30 @@ $(BIN)/kubectl: go.mod go.sum
 	$(GO) build -ldflags '$(KUBE_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kubectl
 	@touch $@
 
-test: test-unit test-integration ## all tests
+test: test-unit test-integration test-e2e ## all tests
 
 # Also runs the committed fuzz seed corpora (testdata/fuzz).
-test-unit: ## unit tests of pkg/ and cmd/
-	$(GO) test -timeout $(UNIT_TIMEOUT) $(GOTESTFLAGS) ./pkg/... ./cmd/...
+test-unit: ## unit tests of pkg/, internal/ and cmd/
+	$(GO) test -timeout $(UNIT_TIMEOUT) $(GOTESTFLAGS) ./pkg/... ./internal/... ./cmd/...
 
 # In-process etcd and kube-apiserver; needs no binary from bin/.
 test-integration: ## integration tests against a real apiserver
 	$(GO) test -timeout $(INTEGRATION_TIMEOUT) $(GOTESTFLAGS) ./test/integration/...
+
+# The built binaries end to end: manifests/ applied (on the real
+# prometheus-operator CRDs), the scheduler under the manifests' identity, a
+# real Prometheus scraping it. PROMETHEUS_OPERATOR_CRDS may name a CRD
+# directory instead of the one fetched through the module proxy. -count=1:
+# Go's test cache cannot see what the binaries and kubectl read (manifests/),
+# so a cached pass could hide a broken manifest.
+test-e2e: build tools prometheus ## end-to-end tests with bin/, the manifests and a real Prometheus
+	@crds="$${PROMETHEUS_OPERATOR_CRDS:-$$(hack/prometheus-operator-crds.sh $(PROMETHEUS_OPERATOR_VERSION))}"; \
+	echo "DEVICEFIT_BIN_DIR=$(abspath $(BIN)) PROMETHEUS_OPERATOR_CRDS=$$crds $(GO) test -count=1 -timeout $(E2E_TIMEOUT) $(GOTESTFLAGS) ./test/e2e/..."; \
+	DEVICEFIT_BIN_DIR="$(abspath $(BIN))" PROMETHEUS_OPERATOR_CRDS="$$crds" \
+		$(GO) test -count=1 -timeout $(E2E_TIMEOUT) $(GOTESTFLAGS) ./test/e2e/...
+
+prometheus: ## prometheus and promtool on PATH (apt-get install prometheus when missing)
+	hack/install-prometheus.sh
 
 run: build tools ## the local run: control plane, GPU fleet, scheduler, workload
 	$(BIN)/localup --bin-dir $(BIN) --config manifests/scheduler-config.yaml $(LOCALUP_FLAGS)
@@ -150,6 +169,6 @@ verify-tidy:
 
 FORCE:
 
-clean: ## remove bin/ and local-run leftovers
+clean: ## remove bin/ and the temp dirs kept by failed local runs and e2e tests
 	rm -rf $(BIN)
-	rm -rf "$${TMPDIR:-/tmp}"/devicefit-localup-*
+	rm -rf "$${TMPDIR:-/tmp}"/devicefit-localup-* "$${TMPDIR:-/tmp}"/devicefit-e2e-*

@@ -1,0 +1,156 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Product label values as NVIDIA GPU Feature Discovery writes them.
+const (
+	productH100     = "NVIDIA-H100-80GB-HBM3"
+	productA100x40  = "NVIDIA-A100-SXM4-40GB"
+	productL4Shared = "NVIDIA-L4-SHARED"
+	productMIGBad   = "NVIDIA-A100-SXM4-80GB-MIG-INVALID"
+	productMI300X   = "AMD-Instinct-MI300X"
+	resourceAMDGPU  = v1.ResourceName("amd.com/gpu")
+	labelGPUProduct = "nvidia.com/gpu.product"
+	fleetLabel      = "e2e.devicefit.io/fleet"
+)
+
+// fleetNode is one simulated node: labels as GFD writes them, capacity as the
+// device plugin advertises it.
+type fleetNode struct {
+	name   string
+	labels map[string]string
+	gpus   int64
+	// amdGPUs: amd.com/gpu, which no scenario pod asks for.
+	amdGPUs int64
+}
+
+// Nodes whose free devices are stranded whatever the scheduler does, so the
+// devicefit_devices{state="stranded"} figures of the scenario are known
+// exactly: no job of the workload (the observed pods and DevicePack's
+// default prior of 1, 2, 4 and 8 GPU jobs) can use them.
+const (
+	// migInvalidNode: GFD labels the product -MIG-INVALID when the GPUs'
+	// MIG setup is inconsistent under the single strategy; nothing can run
+	// on its 8 GPUs until an operator fixes it.
+	migInvalidNode = "e2e-a100-mig-invalid"
+	// amdNode has 4 AMD GPUs: every job of the workload wants nvidia.com/gpu.
+	amdNode = "e2e-mi300x-0"
+)
+
+func gfd(product string, memoryMiB, major, minor, count int, family string, kv ...string) map[string]string {
+	m := map[string]string{
+		"nvidia.com/gpu.present":       "true",
+		labelGPUProduct:                product,
+		"nvidia.com/gpu.memory":        strconv.Itoa(memoryMiB),
+		"nvidia.com/gpu.family":        family,
+		"nvidia.com/gpu.compute.major": strconv.Itoa(major),
+		"nvidia.com/gpu.compute.minor": strconv.Itoa(minor),
+		"nvidia.com/gpu.count":         strconv.Itoa(count),
+		"nvidia.com/mig.strategy":      "single",
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return m
+}
+
+// fleet is small on purpose: three products, whole and time-sliced GPUs, and
+// a CPU-only node; enough for every selector of scenarioPods to matter.
+func fleet() []fleetNode {
+	return []fleetNode{
+		{"e2e-h100-0", gfd(productH100, 81559, 9, 0, 8, "hopper"), 8, 0},
+		{"e2e-h100-1", gfd(productH100, 81559, 9, 0, 8, "hopper"), 8, 0},
+		{"e2e-a100-40-0", gfd(productA100x40, 40960, 8, 0, 8, "ampere"), 8, 0},
+		// 4 L4, each time-sliced into 4 replicas.
+		{"e2e-l4-0", gfd(productL4Shared, 23034, 8, 9, 4, "ada-lovelace",
+			"nvidia.com/gpu.sharing-strategy", "time-slicing", "nvidia.com/gpu.replicas", "4"), 16, 0},
+		{"e2e-cpu-0", map[string]string{}, 0, 0},
+		{migInvalidNode, gfd(productMIGBad, 0, 8, 0, 8, "ampere"), 8, 0},
+		{amdNode, map[string]string{"amd.com/gpu.product-name": productMI300X}, 0, 4},
+	}
+}
+
+// registerFleet creates the nodes, then sets their capacity and Ready
+// condition through the status subresource, as a kubelet and the device
+// plugin would (no kubelet runs).
+func registerFleet(ctx context.Context) error {
+	for _, n := range fleet() {
+		labels := map[string]string{
+			fleetLabel:               "true",
+			"kubernetes.io/hostname": n.name,
+			"kubernetes.io/os":       "linux",
+			"kubernetes.io/arch":     "amd64",
+		}
+		for k, v := range n.labels {
+			labels[k] = v
+		}
+		node, err := s.cp.Client.CoreV1().Nodes().Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name, Labels: labels}}, metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("creating node %s: %w", n.name, err)
+		}
+		capacity := v1.ResourceList{
+			v1.ResourceCPU:    resource.MustParse("64"),
+			v1.ResourceMemory: resource.MustParse("512Gi"),
+			v1.ResourcePods:   resource.MustParse("110"),
+		}
+		if n.gpus > 0 {
+			capacity[resourceGPU] = *resource.NewQuantity(n.gpus, resource.DecimalSI)
+		}
+		if n.amdGPUs > 0 {
+			capacity[resourceAMDGPU] = *resource.NewQuantity(n.amdGPUs, resource.DecimalSI)
+		}
+		now := metav1.Now()
+		node.Status = v1.NodeStatus{
+			Capacity:    capacity,
+			Allocatable: capacity.DeepCopy(),
+			Phase:       v1.NodeRunning,
+			Conditions: []v1.NodeCondition{{
+				Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady",
+				Message:           "simulated by devicefit e2e (no kubelet)",
+				LastHeartbeatTime: now, LastTransitionTime: now,
+			}},
+		}
+		if _, err := s.cp.Client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("setting the status of node %s: %w", n.name, err)
+		}
+	}
+	return nil
+}
+
+// scenarioPod is a pod of the scenario and the products its selector admits,
+// worked out by hand from fleet() (nil: any node), independently of the
+// plugin's own logic.
+type scenarioPod struct {
+	pod     *v1.Pod
+	allowed []string
+}
+
+// scenarioPods fit the fleet together: every one of them must be bound.
+func scenarioPods(ns string) []scenarioPod {
+	var out []scenarioPod
+	add := func(n int, prefix string, gpus int64, allowed []string, annotations ...string) {
+		for i := 0; i < n; i++ {
+			out = append(out, scenarioPod{devicePod(ns, fmt.Sprintf("%s-%d", prefix, i), resourceGPU, gpus, annotations...), allowed})
+		}
+	}
+	add(2, "h100-4", 4, []string{productH100}, "devicefit.io/products", productH100)
+	// 60Gi = 61440 MiB: more than an A100 40GB or an L4 has.
+	add(1, "bigmem-2", 2, []string{productH100}, "devicefit.io/min-memory", "60Gi")
+	add(2, "ampere-2", 2, []string{productA100x40}, "devicefit.io/families", "ampere")
+	add(2, "not-h100-1", 1, []string{productA100x40, productL4Shared}, "devicefit.io/exclude-products", productH100)
+	// The model name without GFD's -SHARED suffix.
+	add(2, "l4-1", 1, []string{productL4Shared}, "devicefit.io/products", "NVIDIA-L4")
+	add(2, "exclusive-1", 1, []string{productH100, productA100x40}, "devicefit.io/sharing", "exclusive")
+	// H100 is 9.0, L4 8.9, A100 8.0.
+	add(1, "compute89-1", 1, []string{productH100, productL4Shared}, "devicefit.io/min-compute", "8.9")
+	add(1, "cpu", 0, nil)
+	return out
+}

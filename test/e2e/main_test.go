@@ -1,0 +1,145 @@
+// Package e2e runs devicefit end to end with the built binaries of bin/:
+// etcd and kube-apiserver on 127.0.0.1 (internal/controlplane), the
+// manifests/ kustomize base applied with bin/kubectl, bin/devicefit-scheduler
+// running with the manifests' configuration and RBAC identity, and a real
+// Prometheus scraping it. No kubelet and no controller-manager run: nodes are
+// API objects whose status the tests write, pods are bound, never started.
+//
+// Run it with `make test-e2e`, which builds the binaries, installs Prometheus
+// (hack/install-prometheus.sh), fetches the prometheus-operator CRDs
+// (hack/prometheus-operator-crds.sh) and passes their locations:
+//
+//	DEVICEFIT_BIN_DIR         bin/ with etcd, kube-apiserver, kubectl, devicefit-scheduler
+//	PROMETHEUS_OPERATOR_CRDS  the operator's example/prometheus-operator-crd directory
+//	DEVICEFIT_MANIFESTS       optional: a kustomize directory to test instead of manifests/
+//
+// Layout:
+//   - main_test.go         TestMain: one control plane for the package, manifests applied once
+//   - kubectl_test.go      bin/kubectl with the admin kubeconfig
+//   - manifests_test.go    CRDs, kustomize build, apply; TestManifestsApply
+//   - objects_test.go      namespaces, tokens, pods: helpers for every test
+//   - podsecurity_test.go  TestPodSecurityRestricted
+//   - scheduler_test.go    the scheduler under the manifests' identity; TestSchedulerWithManifestsRBAC
+//   - fleet_test.go        the simulated GPU fleet and the scenario's pods
+//   - secureport_test.go   TestSecurePortRefusesAnonymous
+//   - prometheus_test.go   a real Prometheus; TestPrometheusScrapesScheduler
+//   - rules_test.go        TestPrometheusRulesPromtool
+//
+// Shared fixtures (the scheduler, the scenario) start on first use, so any
+// test runs alone too: go test ./test/e2e/ -run TestPrometheus (with the
+// variables above set). A new test that needs the applied manifests calls
+// requireManifests(t); renderedObjects(t, kind) gives the kustomize output;
+// devicePod and createPods (with metav1.DryRunAll for admission checks) make
+// pods for the devicefit scheduler in a newNamespace(t).
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/devicefit/devicefit/internal/controlplane"
+)
+
+const (
+	binDirEnv    = "DEVICEFIT_BIN_DIR"
+	crdDirEnv    = "PROMETHEUS_OPERATOR_CRDS"
+	manifestsEnv = "DEVICEFIT_MANIFESTS"
+)
+
+// suite is the state the whole package shares.
+type suite struct {
+	binDir    string
+	crdDir    string
+	manifests string // the kustomize base, manifests/ of the repository
+	dir       string // the control plane's directory: logs, kubeconfigs, certificates
+	cp        *controlplane.ControlPlane
+
+	// The kustomize build and its apply, done once in TestMain.
+	crdsErr   error
+	rendered  []byte
+	objects   []object
+	renderErr error
+	applyOut  string
+	applyErr  error
+
+	schedOnce sync.Once
+	sched     *scheduler
+	schedErr  error
+
+	scenarioOnce sync.Once
+	scenario     *scenarioResult
+	scenarioErr  error
+}
+
+var s suite
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	for _, env := range []string{binDirEnv, crdDirEnv} {
+		if os.Getenv(env) == "" {
+			fmt.Fprintf(os.Stderr, "test/e2e: %s is not set. These tests run the built binaries (bin/) against\n"+
+				"test/e2e: the prometheus-operator CRDs and a real Prometheus: run `make test-e2e`,\n"+
+				"test/e2e: which builds and provides all of them.\n", env)
+			return 1
+		}
+	}
+	s.binDir = os.Getenv(binDirEnv)
+	s.crdDir = os.Getenv(crdDirEnv)
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "test/e2e:", err)
+		return 1
+	}
+	s.manifests = filepath.Join(root, "manifests")
+	if m := os.Getenv(manifestsEnv); m != "" {
+		s.manifests = m
+	}
+
+	dir, err := os.MkdirTemp("", "devicefit-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "test/e2e:", err)
+		return 1
+	}
+	s.dir = dir
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	start := time.Now()
+	cp, err := controlplane.Start(ctx, controlplane.Options{BinDir: s.binDir, Dir: dir, UserAgent: "devicefit-e2e"})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "test/e2e: starting the control plane: %v\n", err)
+		var pe *controlplane.ProcessError
+		if errors.As(err, &pe) {
+			fmt.Fprintf(os.Stderr, "last lines of %s:\n%s\n", pe.Process.LogPath, controlplane.Tail(pe.Process.LogPath, 40))
+		}
+		fmt.Fprintf(os.Stderr, "test/e2e: logs kept in %s\n", dir)
+		return 1
+	}
+	s.cp = cp
+	fmt.Printf("test/e2e: control plane at %s in %.1fs (dir %s)\n", cp.URL, time.Since(start).Seconds(), dir)
+
+	// Failures here are reported by TestManifestsApply; the tests that need
+	// the applied manifests fail with the same error (requireManifests).
+	setupManifests(ctx)
+
+	code := m.Run()
+
+	if s.sched != nil {
+		s.sched.Process.Stop(10 * time.Second)
+	}
+	cp.Stop()
+	if code == 0 {
+		os.RemoveAll(dir)
+	} else {
+		fmt.Fprintf(os.Stderr, "test/e2e: FAILED; logs of every process kept in %s\n", dir)
+	}
+	return code
+}

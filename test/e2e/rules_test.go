@@ -1,0 +1,45 @@
+package e2e
+
+import (
+	"context"
+	"os/exec"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+)
+
+// TestPrometheusRulesPromtool: the rules of every PrometheusRule of the
+// kustomize output pass `promtool check rules` (the PrometheusRule spec is a
+// Prometheus rule file: a groups list).
+func TestPrometheusRulesPromtool(t *testing.T) {
+	rules := renderedObjects(t, "PrometheusRule")
+	if len(rules) == 0 {
+		t.Fatal("no PrometheusRule in kustomize output")
+	}
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Fatalf("promtool is not on PATH: %v (`make test-e2e` installs it, hack/install-prometheus.sh)", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	for _, r := range rules {
+		spec, ok := r.Object["spec"].(map[string]interface{})
+		if !ok || spec["groups"] == nil {
+			t.Errorf("PrometheusRule %s/%s: no spec.groups", r.GetNamespace(), r.GetName())
+			continue
+		}
+		data, err := yaml.Marshal(map[string]interface{}{"groups": spec["groups"]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		file := writeFile(t, dir, r.GetName()+".rules.yaml", data)
+		out, err := exec.CommandContext(ctx, promtool, "check", "rules", file).CombinedOutput()
+		if err != nil {
+			t.Errorf("promtool check rules (PrometheusRule %s/%s): %v\n%s\nrules:\n%s", r.GetNamespace(), r.GetName(), err, out, data)
+			continue
+		}
+		t.Logf("PrometheusRule %s/%s: %s", r.GetNamespace(), r.GetName(), out)
+	}
+}
