@@ -3,6 +3,7 @@ package devices
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -141,10 +142,22 @@ func parseProductList(value string) ([]ProductPattern, error) {
 	return out, nil
 }
 
+// hugeExponent finds a decimal exponent of 1000 or more in magnitude. Parsing
+// (negative exponents) or comparing (positive ones) such a quantity makes
+// apimachinery compute 10^exponent: "1e-31125899906842625" would hold the
+// scheduling loop for hours. No device memory is near 1e1000 or 1e-1000
+// bytes, so nothing valid is lost. The admission policy
+// (manifests/admission-policy.yaml) applies the same expression.
+var hugeExponent = regexp.MustCompile(`[eE][+-]?0*[1-9][0-9]{3}`)
+
 // parseMinMemory reads a Kubernetes quantity and rounds it up to MiB, the
 // unit of nvidia.com/gpu.memory.
 func parseMinMemory(value string) (int64, error) {
-	q, err := resource.ParseQuantity(strings.TrimSpace(value))
+	v := strings.TrimSpace(value)
+	if hugeExponent.MatchString(v) {
+		return 0, errors.New("exponent out of range; want a quantity such as 40Gi or 81920Mi")
+	}
+	q, err := resource.ParseQuantity(v)
 	if err != nil {
 		return 0, errors.New("want a quantity such as 40Gi or 81920Mi")
 	}

@@ -194,6 +194,13 @@ func TestParseSelectorErrors(t *testing.T) {
 			want: one(AnnotationMinMemory, "2Pi", "larger than any device memory")},
 		{name: "memory absurd", annotations: map[string]string{AnnotationMinMemory: "1e100"},
 			want: one(AnnotationMinMemory, "1e100", "larger than any device memory")},
+		// Parsing these would compute 10^31125899906842625 and never return.
+		{name: "memory with a huge negative exponent", annotations: map[string]string{AnnotationMinMemory: "1e-31125899906842625"},
+			want: one(AnnotationMinMemory, "1e-31125899906842625", "exponent out of range")},
+		{name: "memory with a huge positive exponent", annotations: map[string]string{AnnotationMinMemory: "1E31125899906842625"},
+			want: one(AnnotationMinMemory, "1E31125899906842625", "exponent out of range")},
+		{name: "memory with exponent 1000, leading zeros", annotations: map[string]string{AnnotationMinMemory: "1e+0001000"},
+			want: one(AnnotationMinMemory, "1e+0001000", "exponent out of range")},
 		// Families.
 		{name: "family with a blank", annotations: map[string]string{AnnotationFamilies: "hopper,amp ere"},
 			want: one(AnnotationFamilies, "hopper,amp ere", `family "amp ere"`)},
