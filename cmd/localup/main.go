@@ -181,16 +181,20 @@ func runLocal(ctx context.Context, o options, dir string, procs *[]*controlplane
 	for _, c := range classes {
 		invalid[c.name] = c.invalid
 	}
-	printPlacement(os.Stdout, placement(nodeList.Items, settled))
-	printUnschedulable(os.Stdout, settled, invalid)
-	if err := printMetrics(ctx, sched); err != nil {
+	rows := placement(nodeList.Items, settled)
+	printPlacement(os.Stdout, rows)
+	m, metricProblems, err := awaitMetrics(ctx, sched, rows)
+	if err != nil {
 		return controlplane.Blame(sched.Process, err)
 	}
+	printDevicefitMetrics(os.Stdout, m, sched.URL)
+	printUnschedulable(os.Stdout, settled, invalid)
 
-	if problems := check(nodeList.Items, settled, classes); len(problems) > 0 {
+	if problems := append(check(nodeList.Items, settled, classes), metricProblems...); len(problems) > 0 {
 		return fmt.Errorf("the placement contradicts the workload's selectors:\n  %s", strings.Join(problems, "\n  "))
 	}
-	fmt.Println("\nChecks passed: every bound pod is on a product its selector admits; every invalid pod is unschedulable.")
+	fmt.Println("\nChecks passed: every bound pod is on a product its selector admits; every invalid pod is unschedulable;\n" +
+		"the scheduler's devicefit_devices count as allocated exactly the devices the bound pods hold.")
 
 	if o.keep {
 		fmt.Printf("\nThe cluster stays up until Ctrl-C:\n  export KUBECONFIG=%s\n  %s get pods -n %s -o wide\n",
@@ -207,18 +211,27 @@ func runLocal(ctx context.Context, o options, dir string, procs *[]*controlplane
 	return nil
 }
 
-// printMetrics shows the scheduler's own view of the run, read from its
-// authenticated /metrics endpoint.
-func printMetrics(ctx context.Context, s *controlplane.Scheduler) error {
-	lines, err := s.Metrics(ctx, "scheduler_schedule_attempts_total", "devicefit_")
-	if err != nil {
-		return err
+// awaitMetrics scrapes the scheduler's /metrics until its device gauges
+// agree with the pods bound according to the API server: the gauges are
+// computed from the scheduler's informer cache, which sees the last bindings
+// a moment after the API server. Disagreement after 10 seconds is a problem.
+func awaitMetrics(ctx context.Context, s *controlplane.Scheduler, rows []*productRow) (*devicefitMetrics, []string, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		m, err := scrapeDevicefitMetrics(ctx, s)
+		if err != nil {
+			return nil, nil, err
+		}
+		problems := m.checkAgainst(rows)
+		if len(problems) == 0 || time.Now().After(deadline) {
+			return m, problems, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
 	}
-	fmt.Println("\nScheduler metrics (" + s.URL + "/metrics):")
-	for _, l := range lines {
-		fmt.Println("  " + l)
-	}
-	return nil
 }
 
 // firstExit is closed when any of procs exits.

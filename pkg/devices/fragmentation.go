@@ -123,6 +123,34 @@ func (w *Workload) Stranded(n NodeFree) float64 {
 	return unusable * float64(n.Devices)
 }
 
+// StrandedOf is Stranded among the jobs that ask for the node's resource:
+// the expected number of the node's free devices that a job of the workload
+// wanting n.Resource could not use there. It is what an operator asks of free
+// devices ("could the jobs that want these use them?"): free MIG slices are
+// judged by the jobs that ask for MIG slices, not by whole-GPU jobs that never
+// could. 0 when no class asks for the resource: no job is known to want them.
+// Stranded, over every job, is what DevicePack minimises: there a CPU pod that
+// takes a GPU node's CPU must count the devices it strands.
+func (w *Workload) StrandedOf(n NodeFree) float64 {
+	if n.Devices <= 0 {
+		return 0
+	}
+	var asking, unusable float64
+	for i := range w.classes {
+		if w.classes[i].Resource != n.Resource {
+			continue
+		}
+		asking += w.classes[i].Weight
+		if !w.fits(i, n) {
+			unusable += w.classes[i].Weight
+		}
+	}
+	if asking == 0 {
+		return 0
+	}
+	return unusable / asking * float64(n.Devices)
+}
+
 func (w *Workload) fits(i int, n NodeFree) bool {
 	c := &w.classes[i]
 	return c.Resource == n.Resource &&

@@ -133,3 +133,38 @@ func TestStrandedDeltaWith(t *testing.T) {
 		}
 	}
 }
+
+func TestStrandedOf(t *testing.T) {
+	const mig = v1.ResourceName("nvidia.com/mig-1g.10gb")
+	// Jobs: whole GPUs (weight 6), 4 slices (1), 1 slice (1).
+	w := mustWorkload(t,
+		Class{Resource: NVIDIAGPU, Devices: 8, Weight: 6},
+		Class{Resource: mig, Devices: 4, MilliCPU: 1000, Weight: 1},
+		Class{Resource: mig, Devices: 1, MilliCPU: 1000, Weight: 1},
+	)
+	tests := []struct {
+		name         string
+		node         NodeFree
+		over, within float64 // Stranded (every job), StrandedOf (jobs asking for the resource)
+	}{
+		// 3 slices: the 4-slice job cannot run, the 1-slice job can; to the
+		// whole-GPU jobs every slice is unusable.
+		// Stranded: 3 · (6 + 1) / 8 = 2.625. StrandedOf: 3 · 1 / 2 = 1.5.
+		{name: "3 free slices", node: NodeFree{Resource: mig, Devices: 3, MilliCPU: 8000}, over: 2.625, within: 1.5},
+		// 7 slices: both slice jobs fit. Stranded: 7 · 6 / 8 = 5.25.
+		{name: "7 free slices", node: NodeFree{Resource: mig, Devices: 7, MilliCPU: 8000}, over: 5.25, within: 0},
+		// No CPU left: no slice job fits.
+		{name: "slices without CPU", node: NodeFree{Resource: mig, Devices: 7}, over: 7, within: 7},
+		// No job asks for AMD GPUs: nothing is known to be stranded.
+		{name: "a resource no job asks for", node: NodeFree{Resource: "amd.com/gpu", Devices: 4, MilliCPU: 8000}, over: 4, within: 0},
+		{name: "nothing free", node: NodeFree{Resource: mig, MilliCPU: 8000}, over: 0, within: 0},
+	}
+	for _, tc := range tests {
+		if got := w.Stranded(tc.node); math.Abs(got-tc.over) > 1e-9 {
+			t.Errorf("%s: Stranded = %v, want %v", tc.name, got, tc.over)
+		}
+		if got := w.StrandedOf(tc.node); math.Abs(got-tc.within) > 1e-9 {
+			t.Errorf("%s: StrandedOf = %v, want %v", tc.name, got, tc.within)
+		}
+	}
+}

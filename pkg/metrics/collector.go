@@ -17,7 +17,7 @@ var (
 	devicesDesc = metrics.NewDesc(metrics.BuildFQName("", Subsystem, "devices"),
 		"Devices of the cluster's nodes by device resource, product and state: allocatable; allocated "+
 			"(requested by bound pods); free (allocatable minus allocated per node, never negative); stranded "+
-			"(the expected number of free devices that a job of the workload could not use where they are).",
+			"(the expected number of free devices that a job of the workload asking for the resource could not use where they are).",
 		[]string{LabelResource, LabelProduct, LabelState}, nil, metrics.ALPHA, "")
 	fragmentationDesc = metrics.NewDesc(metrics.BuildFQName("", Subsystem, "fragmentation_ratio"),
 		"Stranded devices divided by free devices, per device resource (0 when none is free).",

@@ -44,7 +44,7 @@ func TestInventoryCollector(t *testing.T) {
 
 	// fragmentation: (2 + 3) stranded / (10 + 3) free = 0.38461538461538464.
 	want := `
-# HELP devicefit_devices [ALPHA] Devices of the cluster's nodes by device resource, product and state: allocatable; allocated (requested by bound pods); free (allocatable minus allocated per node, never negative); stranded (the expected number of free devices that a job of the workload could not use where they are).
+# HELP devicefit_devices [ALPHA] Devices of the cluster's nodes by device resource, product and state: allocatable; allocated (requested by bound pods); free (allocatable minus allocated per node, never negative); stranded (the expected number of free devices that a job of the workload asking for the resource could not use where they are).
 # TYPE devicefit_devices gauge
 devicefit_devices{product="NVIDIA-H100-80GB-HBM3",resource="nvidia.com/gpu",state="allocatable"} 16
 devicefit_devices{product="NVIDIA-H100-80GB-HBM3",resource="nvidia.com/gpu",state="allocated"} 6

@@ -25,11 +25,12 @@ type DeviceCounts struct {
 	Allocated int64
 	// Free is max(Allocatable − Allocated, 0) per node.
 	Free int64
-	// Stranded is the expected number of the free devices that a job drawn
-	// from the workload could not use where they are (pkg/devices,
-	// Fragmentation): too few free on the node, the node's CPU or memory
-	// used up, or a product the jobs do not accept. 0 when no workload is
-	// known yet: without jobs, no device is known to be unusable.
+	// Stranded is the expected number of the free devices that a job of the
+	// workload asking for the resource could not use where they are
+	// (pkg/devices, Workload.StrandedOf): too few free on the node, the
+	// node's CPU or memory used up, or a product or MIG setup the jobs do not
+	// accept. 0 when no workload is known yet, or no job of it asks for the
+	// resource: no device is known to be unusable.
 	Stranded float64
 }
 
@@ -145,7 +146,7 @@ func Summarize(nodes []*v1.Node, pods []*v1.Pod, set devices.ResourceSet, w *dev
 			c.Allocated += requested
 			c.Free += free
 			if w != nil {
-				c.Stranded += w.Stranded(devices.NodeFree{Resource: name, Devices: free, MilliCPU: freeCPU, MemoryBytes: freeMem, Device: d})
+				c.Stranded += w.StrandedOf(devices.NodeFree{Resource: name, Devices: free, MilliCPU: freeCPU, MemoryBytes: freeMem, Device: d})
 			}
 		}
 		for name, q := range alloc {

@@ -48,6 +48,15 @@ func jobs(t testing.TB, n int64) *devices.Workload {
 	return w
 }
 
+func workload(t testing.TB, classes ...devices.Class) *devices.Workload {
+	t.Helper()
+	w, err := devices.NewWorkload(classes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
 func defaultSet(t testing.TB) devices.ResourceSet {
 	t.Helper()
 	set, err := devices.NewResourceSet(devices.DefaultResourcePatterns())
@@ -117,8 +126,22 @@ func TestSummarize(t *testing.T) {
 		pods:     []*v1.Pod{st.MakePod().Name("m").Namespace("ns").Node("mig").Res(map[v1.ResourceName]string{mig1g: "2"}).Obj()},
 		workload: jobs(t, 1),
 		want: map[DeviceKey]DeviceCounts{
-			// The workload has only nvidia.com/gpu jobs: every free slice is stranded.
-			{mig1g, "NVIDIA-A100-SXM4-80GB-MIG-1g.10gb"}: {Allocatable: 7, Allocated: 2, Free: 5, Stranded: 5},
+			// No job of the workload asks for slices: none known stranded.
+			{mig1g, "NVIDIA-A100-SXM4-80GB-MIG-1g.10gb"}: {Allocatable: 7, Allocated: 2, Free: 5},
+		},
+	}, {
+		// Half the jobs ask for 4 slices: the 3 free are stranded for them;
+		// the 1-slice jobs can use them; the whole-GPU jobs do not count.
+		name:  "slices are judged by the jobs that ask for slices",
+		nodes: []*v1.Node{migNode},
+		pods:  []*v1.Pod{st.MakePod().Name("m").Namespace("ns").Node("mig").Res(map[v1.ResourceName]string{mig1g: "4"}).Obj()},
+		workload: workload(t,
+			devices.Class{Resource: gpu, Devices: 8, Weight: 10},
+			devices.Class{Resource: mig1g, Devices: 4, Weight: 1},
+			devices.Class{Resource: mig1g, Devices: 1, Weight: 1}),
+		want: map[DeviceKey]DeviceCounts{
+			// 3 free · 1/2 = 1.5.
+			{mig1g, "NVIDIA-A100-SXM4-80GB-MIG-1g.10gb"}: {Allocatable: 7, Allocated: 4, Free: 3, Stranded: 1.5},
 		},
 	}, {
 		// A GPU turned unhealthy under running pods: allocatable 2, requests 4.

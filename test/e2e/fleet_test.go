@@ -32,16 +32,15 @@ type fleetNode struct {
 	amdGPUs int64
 }
 
-// Nodes whose free devices are stranded whatever the scheduler does, so the
-// devicefit_devices{state="stranded"} figures of the scenario are known
-// exactly: no job of the workload (the observed pods and DevicePack's
-// default prior of 1, 2, 4 and 8 GPU jobs) can use them.
+// Nodes whose devicefit_devices{state="stranded"} is known exactly whatever
+// the scheduler does, against any workload of nvidia.com/gpu jobs (the
+// observed pods and DevicePack's default prior of 1, 2, 4 and 8 GPU jobs).
 const (
 	// migInvalidNode: GFD labels the product -MIG-INVALID when the GPUs'
 	// MIG setup is inconsistent under the single strategy; nothing can run
 	// on its 8 GPUs until an operator fixes it.
 	migInvalidNode = "e2e-a100-mig-invalid"
-	// amdNode has 4 AMD GPUs: every job of the workload wants nvidia.com/gpu.
+	// amdNode has 4 AMD GPUs, which no job asks for: free, not stranded.
 	amdNode = "e2e-mi300x-0"
 )
 

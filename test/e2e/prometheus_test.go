@@ -50,12 +50,14 @@ func promChecks(sc *scenarioResult) []promCheck {
 		{`sum(devicefit_devices{job="` + scrapeJob + `",resource="nvidia.com/gpu",state="allocatable"})`, 48},
 		{`sum(devicefit_devices{job="` + scrapeJob + `",resource="nvidia.com/gpu",state="allocated"})`, float64(devices)},
 		{`sum(devicefit_devices{job="` + scrapeJob + `",resource="nvidia.com/gpu",state="free"})`, float64(48 - devices)},
-		// Stranded whatever the placement: a broken MIG setup serves no
-		// job, and no job wants amd.com/gpu.
+		// Stranded whatever the placement: no job can use GPUs whose MIG
+		// setup is broken.
 		{`devicefit_devices{job="` + scrapeJob + `",product="` + productMIGBad + `",state="stranded"}`, 8},
 		{`devicefit_devices{job="` + scrapeJob + `",product="` + productMIGBad + `",state="free"}`, 8},
-		{`devicefit_devices{job="` + scrapeJob + `",resource="amd.com/gpu",product="` + productMI300X + `",state="stranded"}`, 4},
-		{`devicefit_fragmentation_ratio{job="` + scrapeJob + `",resource="amd.com/gpu"}`, 1},
+		// Free, but no job asks for amd.com/gpu: none is known stranded.
+		{`devicefit_devices{job="` + scrapeJob + `",resource="amd.com/gpu",product="` + productMI300X + `",state="free"}`, 4},
+		{`devicefit_devices{job="` + scrapeJob + `",resource="amd.com/gpu",product="` + productMI300X + `",state="stranded"}`, 0},
+		{`devicefit_fragmentation_ratio{job="` + scrapeJob + `",resource="amd.com/gpu"}`, 0},
 		// Of the free nvidia.com/gpu, the 8 MIG-INVALID at least are stranded.
 		{`devicefit_fragmentation_ratio{job="` + scrapeJob + `",resource="nvidia.com/gpu"} >= bool ` + fmt.Sprint(8.0/float64(48-devices)), 1},
 		// The unresolvable pod of the test: at least one PreFilter rejection.
