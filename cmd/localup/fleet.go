@@ -7,9 +7,10 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
+
+	"github.com/devicefit/devicefit/internal/controlplane"
 )
 
 // Product label values as NVIDIA GPU Feature Discovery writes them.
@@ -117,31 +118,17 @@ func fleet() []pool {
 	}
 }
 
-// registerFleet creates every node, then sets its capacity through the status
-// subresource, as a kubelet and the device plugins would: node status cannot
-// be written through a plain create or update.
+// registerFleet registers every node of the pools (controlplane.RegisterNode).
 func registerFleet(ctx context.Context, cs kubernetes.Interface, pools []pool) (int, error) {
 	n := 0
 	for _, p := range pools {
 		for i := 0; i < p.nodes; i++ {
-			name := fmt.Sprintf("%s-%d", p.name, i)
-			labels := map[string]string{
-				poolLabel:                p.name,
-				"kubernetes.io/hostname": name,
-				"kubernetes.io/os":       "linux",
-				"kubernetes.io/arch":     "amd64",
-			}
+			labels := map[string]string{poolLabel: p.name}
 			for k, v := range p.labels {
 				labels[k] = v
 			}
-			node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
-			created, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
-			if err != nil {
-				return n, fmt.Errorf("creating node %s: %w", name, err)
-			}
-			created.Status = nodeStatus(p)
-			if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-				return n, fmt.Errorf("setting the status of node %s: %w", name, err)
+			if err := controlplane.RegisterNode(ctx, cs, fmt.Sprintf("%s-%d", p.name, i), labels, capacity(p)); err != nil {
+				return n, err
 			}
 			n++
 		}
@@ -150,7 +137,7 @@ func registerFleet(ctx context.Context, cs kubernetes.Interface, pools []pool) (
 	return n, nil
 }
 
-func nodeStatus(p pool) v1.NodeStatus {
+func capacity(p pool) v1.ResourceList {
 	capacity := v1.ResourceList{
 		v1.ResourceCPU:              resource.MustParse(p.cpu),
 		v1.ResourceMemory:           resource.MustParse(p.memory),
@@ -160,18 +147,5 @@ func nodeStatus(p pool) v1.NodeStatus {
 	for name, q := range p.devices {
 		capacity[name] = q
 	}
-	now := metav1.Now()
-	return v1.NodeStatus{
-		Capacity:    capacity,
-		Allocatable: capacity.DeepCopy(),
-		Phase:       v1.NodeRunning,
-		Conditions: []v1.NodeCondition{{
-			Type:               v1.NodeReady,
-			Status:             v1.ConditionTrue,
-			Reason:             "KubeletReady",
-			Message:            "simulated by devicefit localup (no kubelet)",
-			LastHeartbeatTime:  now,
-			LastTransitionTime: now,
-		}},
-	}
+	return capacity
 }

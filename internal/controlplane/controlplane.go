@@ -11,7 +11,6 @@ package controlplane
 
 import (
 	"context"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -164,18 +163,8 @@ func (cp *ControlPlane) startEtcd(ctx context.Context, binDir string) (string, e
 	}
 	cp.Etcd = p
 
-	httpClient := &http.Client{Timeout: 2 * time.Second}
-	err = Poll(ctx, 200*time.Millisecond, 30*time.Second, p, func(ctx context.Context) (bool, error) {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, clientURL+"/health", nil)
-		resp, err := httpClient.Do(req)
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	})
-	if err != nil {
-		return "", WaitFailed(p, err, "waiting for %s/health", clientURL)
+	if err := WaitHTTPOK(ctx, p, clientURL+"/health", 200*time.Millisecond, 30*time.Second); err != nil {
+		return "", err
 	}
 	klog.InfoS("etcd is healthy", "url", clientURL)
 	return clientURL, nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -20,6 +21,28 @@ func Poll(ctx context.Context, interval, timeout time.Duration, p *Process, cond
 		}
 		return cond(ctx)
 	})
+}
+
+// WaitHTTPOK polls url (plain HTTP, no credentials) until it answers 200,
+// the timeout passes, ctx ends or p exits; the error is attributed to p.
+func WaitHTTPOK(ctx context.Context, p *Process, url string, interval, timeout time.Duration) error {
+	client := &http.Client{Timeout: 2 * time.Second}
+	err := Poll(ctx, interval, timeout, p, func(ctx context.Context) (bool, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return false, err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		return WaitFailed(p, err, "waiting for %s", url)
+	}
+	return nil
 }
 
 // WaitFailed attributes a failed Poll of p to p. When p died, that is the

@@ -7,7 +7,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/devicefit/devicefit/internal/controlplane"
 )
 
 // Product label values as NVIDIA GPU Feature Discovery writes them.
@@ -77,23 +78,12 @@ func fleet() []fleetNode {
 	}
 }
 
-// registerFleet creates the nodes, then sets their capacity and Ready
-// condition through the status subresource, as a kubelet and the device
-// plugin would (no kubelet runs).
+// registerFleet registers the nodes (controlplane.RegisterNode).
 func registerFleet(ctx context.Context) error {
 	for _, n := range fleet() {
-		labels := map[string]string{
-			fleetLabel:               "true",
-			"kubernetes.io/hostname": n.name,
-			"kubernetes.io/os":       "linux",
-			"kubernetes.io/arch":     "amd64",
-		}
+		labels := map[string]string{fleetLabel: "true"}
 		for k, v := range n.labels {
 			labels[k] = v
-		}
-		node, err := s.cp.Client.CoreV1().Nodes().Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name, Labels: labels}}, metav1.CreateOptions{})
-		if err != nil {
-			return fmt.Errorf("creating node %s: %w", n.name, err)
 		}
 		capacity := v1.ResourceList{
 			v1.ResourceCPU:    resource.MustParse("64"),
@@ -106,19 +96,8 @@ func registerFleet(ctx context.Context) error {
 		if n.amdGPUs > 0 {
 			capacity[resourceAMDGPU] = *resource.NewQuantity(n.amdGPUs, resource.DecimalSI)
 		}
-		now := metav1.Now()
-		node.Status = v1.NodeStatus{
-			Capacity:    capacity,
-			Allocatable: capacity.DeepCopy(),
-			Phase:       v1.NodeRunning,
-			Conditions: []v1.NodeCondition{{
-				Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady",
-				Message:           "simulated by devicefit e2e (no kubelet)",
-				LastHeartbeatTime: now, LastTransitionTime: now,
-			}},
-		}
-		if _, err := s.cp.Client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("setting the status of node %s: %w", n.name, err)
+		if err := controlplane.RegisterNode(ctx, s.cp.Client, n.name, labels, capacity); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"net/http"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -212,18 +211,8 @@ scrape_configs:
 	}
 	prom.api = promv1.NewAPI(client)
 
-	httpClient := &http.Client{Timeout: 2 * time.Second}
-	err = controlplane.Poll(ctx, 250*time.Millisecond, 60*time.Second, p, func(ctx context.Context) (bool, error) {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, prom.url+"/-/ready", nil)
-		resp, err := httpClient.Do(req)
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s/-/ready: %v", prom.url, err)
+	if err := controlplane.WaitHTTPOK(ctx, p, prom.url+"/-/ready", 250*time.Millisecond, 60*time.Second); err != nil {
+		t.Fatal(err)
 	}
 	return prom
 }
