@@ -71,7 +71,7 @@ func (pl *DevicePack) PreFilter(_ context.Context, _ fwk.CycleState, pod *v1.Pod
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	cpu, mem := requests(pod)
-	pl.workload.observe(string(pod.UID), demand, cpu, mem, pod.Annotations[devices.AnnotationProducts], sel)
+	pl.workload.observe(string(pod.UID), demand, cpu, mem, selectorKey(pod.Annotations), sel)
 	return nil, fwk.NewStatus(fwk.Skip)
 }
 

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/bits"
 	"sort"
+	"strings"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -28,7 +29,9 @@ type classKey struct {
 	devices     int64
 	milliCPU    int64
 	memoryBytes int64
-	products    string
+	// selector is the class's devicefit.io annotations (selectorKey): jobs
+	// that accept different devices are different classes.
+	selector string
 }
 
 type classEntry struct {
@@ -78,7 +81,7 @@ func newWorkload(spec config.WorkloadSpec) (*workload, error) {
 		}
 		key := classKey{
 			resource: v1.ResourceName(c.Resource), devices: c.Devices,
-			milliCPU: roundUp3(c.MilliCPU), memoryBytes: roundUp3(c.MemoryMiB << 20), products: c.Products,
+			milliCPU: roundUp3(c.MilliCPU), memoryBytes: roundUp3(c.MemoryMiB << 20), selector: selectorKey(productAnnotation(c.Products)),
 		}
 		w.add(key, sel, weight)
 	}
@@ -86,6 +89,15 @@ func newWorkload(spec config.WorkloadSpec) (*workload, error) {
 		return nil, errEmptyStatic
 	}
 	return w, nil
+}
+
+// selectorKey is the canonical form of a pod's devicefit.io annotations. A
+// class must key on all of them, not only on products: two 2-GPU jobs, one
+// asking for 60Gi of device memory and one for the ampere family, accept
+// different nodes, and merged into one class the first one seen would speak
+// for both.
+func selectorKey(annotations map[string]string) string {
+	return strings.Join(devices.SelectorAnnotations(annotations), "\n")
 }
 
 func productAnnotation(products string) map[string]string {
@@ -107,7 +119,7 @@ func (w *workload) add(key classKey, sel devices.Selector, weight float64) {
 
 // observe records a device pod once (by UID: retries of an unschedulable pod
 // must not make its class look more frequent than it is).
-func (w *workload) observe(uid string, demand devices.Demand, milliCPU, memoryBytes int64, products string, sel devices.Selector) {
+func (w *workload) observe(uid string, demand devices.Demand, milliCPU, memoryBytes int64, selector string, sel devices.Selector) {
 	if !w.observed || len(demand) == 0 {
 		return
 	}
@@ -124,7 +136,7 @@ func (w *workload) observe(uid string, demand devices.Demand, milliCPU, memoryBy
 			r = d
 		}
 	}
-	key := classKey{resource: r.Name, devices: r.Count, milliCPU: roundUp3(milliCPU), memoryBytes: roundUp3(memoryBytes), products: products}
+	key := classKey{resource: r.Name, devices: r.Count, milliCPU: roundUp3(milliCPU), memoryBytes: roundUp3(memoryBytes), selector: selector}
 	w.add(key, sel, w.scale)
 	w.n++
 	w.scale = math.Exp2(w.n / w.halfLife)
@@ -188,7 +200,7 @@ func lessKey(a, b classKey) bool {
 	case a.memoryBytes != b.memoryBytes:
 		return a.memoryBytes < b.memoryBytes
 	}
-	return a.products < b.products
+	return a.selector < b.selector
 }
 
 // roundUp3 rounds v up to its three most significant bits.

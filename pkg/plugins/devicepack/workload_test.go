@@ -1,7 +1,9 @@
 package devicepack
 
 import (
+	"fmt"
 	"math"
+	"sort"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -114,5 +116,47 @@ func TestSnapshotKeepsHeaviestClasses(t *testing.T) {
 		if c.Devices < 100-maxClasses+1 {
 			t.Errorf("kept a light class: %d devices", c.Devices)
 		}
+	}
+}
+
+// TestObservedClassesKeyOnEverySelector: two 2-GPU jobs, one asking for 60Gi
+// of device memory and one for the ampere family, accept different nodes, so
+// they are two classes, each with its own selector; a static class with a
+// product list and a pod with the same list are one.
+func TestObservedClassesKeyOnEverySelector(t *testing.T) {
+	w, err := newWorkload(config.WorkloadSpec{
+		Mode: config.WorkloadObserved, HalfLifePods: 1000, PriorPods: 1,
+		Classes: []config.WorkloadClass{{Resource: string(gpu), Devices: 2, MilliCPU: 1000, MemoryMiB: 1024, Products: "H100*", Weight: 1}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	observe := func(uid string, annotations map[string]string) {
+		t.Helper()
+		sel, err := devices.ParseSelector(annotations)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.observe(uid, devices.Demand{{Name: gpu, Count: 2}}, 1000, 1<<30, selectorKey(annotations), sel)
+	}
+	observe("bigmem", map[string]string{devices.AnnotationMinMemory: "60Gi"})
+	observe("ampere", map[string]string{devices.AnnotationFamilies: "ampere"})
+	observe("h100", map[string]string{devices.AnnotationProducts: "H100*"})
+	wl, err := w.snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range wl.Classes() {
+		got = append(got, fmt.Sprintf("min-memory %d MiB, families %v, products %d", c.Selector.MinMemoryMiB, c.Selector.Families, len(c.Selector.Products)))
+	}
+	sort.Strings(got)
+	want := []string{
+		"min-memory 0 MiB, families [], products 1",
+		"min-memory 0 MiB, families [ampere], products 0",
+		"min-memory 61440 MiB, families [], products 0",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("classes (-want,+got):\n%s", diff)
 	}
 }
