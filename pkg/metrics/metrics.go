@@ -61,6 +61,8 @@ const (
 	ReasonMIGStrategy     Reason = "mig_strategy"
 	ReasonMIGInvalid      Reason = "mig_invalid"
 	ReasonDeviceNode      Reason = "device_node"
+	// The node advertises more allocatable of the resource than capacity.
+	ReasonAllocatableAboveCapacity Reason = "allocatable_above_capacity"
 )
 
 // Reasons lists every reason, so the plugins can bind one counter to each up
@@ -68,7 +70,7 @@ const (
 var Reasons = []Reason{
 	ReasonInvalidRequest, ReasonInvalidAnnotation, ReasonCountNotAllowed, ReasonExceedsLargestNode, ReasonNoMatchingNode,
 	ReasonProduct, ReasonExcludedProduct, ReasonMemory, ReasonFamily, ReasonCompute, ReasonShared,
-	ReasonMIGStrategy, ReasonMIGInvalid, ReasonDeviceNode,
+	ReasonMIGStrategy, ReasonMIGInvalid, ReasonDeviceNode, ReasonAllocatableAboveCapacity,
 }
 
 var (

@@ -28,6 +28,7 @@ func TestCountersOnLegacyRegistry(t *testing.T) {
 	want := `
 # HELP devicefit_filter_rejections_total [ALPHA] Number of DeviceFit rejections by reason: once per scheduling attempt for request and annotation errors, once per node for node mismatches.
 # TYPE devicefit_filter_rejections_total counter
+devicefit_filter_rejections_total{reason="allocatable_above_capacity"} 0
 devicefit_filter_rejections_total{reason="compute"} 0
 devicefit_filter_rejections_total{reason="count_not_allowed"} 0
 devicefit_filter_rejections_total{reason="device_node"} 0

@@ -54,6 +54,7 @@ type DeviceFit struct {
 	rejections           map[metrics.Reason]k8smetrics.CounterMetric
 	mismatchRejections   [len(mismatchMetric)]k8smetrics.CounterMetric
 	deviceNodeRejections k8smetrics.CounterMetric
+	capacityRejections   k8smetrics.CounterMetric
 	// nodes reads the product of a bound pod's node in PostBind; nil when the
 	// framework has no informer factory (some tests, embedders).
 	nodes corelisters.NodeLister
@@ -94,6 +95,7 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 		}
 	}
 	pl.deviceNodeRejections = pl.rejections[metrics.ReasonDeviceNode]
+	pl.capacityRejections = pl.rejections[metrics.ReasonAllocatableAboveCapacity]
 	if h != nil && h.SharedInformerFactory() != nil {
 		core := h.SharedInformerFactory().Core().V1()
 		pl.nodes = core.Nodes().Lister()

@@ -22,6 +22,10 @@ const (
 	ReasonMIGStrategy     = "node(s) had a MIG strategy that cannot serve the requested MIG resource"
 	ReasonMIGInvalid      = "node(s) had an invalid MIG configuration (GFD product -MIG-INVALID)"
 	ReasonDeviceNode      = "node(s) had devices and deviceNodePolicy is Require"
+	// A kubelet derives allocatable from capacity minus reservations; more
+	// allocatable than capacity is a broken node status, and trusting it
+	// would bind more pods than the node has devices.
+	ReasonAllocatableAboveCapacity = "node(s) advertised more device allocatable than capacity"
 )
 
 // mismatchMetric is the devicefit_filter_rejections_total reason of each.
@@ -64,7 +68,13 @@ func (pl *DeviceFit) Filter(ctx context.Context, cycleState fwk.CycleState, pod 
 		}
 		return nil
 	}
+	allocatable := nodeInfo.GetAllocatable().GetScalarResources()
 	for i := range s.labels {
+		name := s.demand[i].Name
+		if c, ok := node.Status.Capacity[name]; ok && allocatable[name] > c.Value() {
+			pl.capacityRejections.Inc()
+			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ReasonAllocatableAboveCapacity)
+		}
 		d := s.labels[i].Describe(node.Labels)
 		if m := s.selector.Match(&s.labels[i], d); m != devices.Match {
 			pl.mismatchRejections[m].Inc()

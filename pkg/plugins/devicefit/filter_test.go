@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/klog/v2/ktesting"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -171,6 +172,29 @@ func TestFilter(t *testing.T) {
 			args: &config.DeviceFitArgs{DeviceResources: devices.DefaultResourcePatterns(), DeviceNodePolicy: config.DeviceNodePolicyRequire},
 			pod:  st.MakePod().Name("p").Res(map[v1.ResourceName]string{v1.ResourceCPU: "1"}).Obj(),
 			node: gpuNode("n", "NVIDIA-L4", "0", nil),
+		},
+		{
+			// capacity 4, allocatable 8: a broken status, not 8 devices.
+			name: "allocatable above capacity",
+			pod:  gpuPod("1", nil),
+			node: func() *v1.Node {
+				n := gpuNode("n", "NVIDIA-L4", "4", nil)
+				// The wrapper shares one map between capacity and allocatable.
+				n.Status.Allocatable = n.Status.Capacity.DeepCopy()
+				n.Status.Allocatable[gpu] = resource.MustParse("8")
+				return n
+			}(),
+			want: unresolvable(ReasonAllocatableAboveCapacity),
+		},
+		{
+			name: "allocatable without capacity is taken as it is",
+			pod:  gpuPod("1", nil),
+			node: func() *v1.Node {
+				n := gpuNode("n", "NVIDIA-L4", "4", nil)
+				n.Status.Capacity = n.Status.Capacity.DeepCopy()
+				delete(n.Status.Capacity, gpu)
+				return n
+			}(),
 		},
 		{
 			name: "Require does not touch device pods",
