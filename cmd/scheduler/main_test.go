@@ -47,3 +47,48 @@ profiles:
 		}
 	}
 }
+
+// TestUnknownPluginFails: a profile that names a plugin this binary does not
+// have (a typo, or a plugin of another scheduler build) must stop the
+// scheduler with the plugin's name, before it schedules anything. The
+// kubeconfig points at a port nothing listens on: the check must not need
+// a cluster.
+func TestUnknownPluginFails(t *testing.T) {
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: none, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: none, user: {token: none}}]
+contexts: [{name: none, context: {cluster: none, user: none}}]
+current-context: none
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfg, []byte(`apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  kubeconfig: `+kubeconfig+`
+leaderElection:
+  leaderElect: false
+profiles:
+- schedulerName: devicefit
+  plugins:
+    multiPoint:
+      enabled:
+      - name: DeviceFitt
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := newCommand()
+	cmd.SetArgs([]string{"--config", cfg, "--bind-address", "127.0.0.1", "--secure-port", "0"})
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	err := cmd.Execute()
+	if err == nil {
+		t.Fatal("the scheduler started with an unknown plugin")
+	}
+	if want := `"DeviceFitt" does not exist`; !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q does not contain %q", err, want)
+	}
+}
