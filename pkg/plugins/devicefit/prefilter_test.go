@@ -75,6 +75,14 @@ func TestPreFilter(t *testing.T) {
 			wantStatus: fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "no node offering nvidia.com/gpu matches the pod's devicefit.io annotations"),
 		},
 		{
+			// Contradictory: every product it asks for, it also excludes.
+			name: "products and exclude-products that cancel out",
+			pod: gpuPod("1", map[string]string{
+				devices.AnnotationProducts: "H100*, NVIDIA-L4", devices.AnnotationExcludeProducts: "NVIDIA-H100-80GB-HBM3,L4",
+			}),
+			wantStatus: fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "no node offering nvidia.com/gpu matches the pod's devicefit.io annotations"),
+		},
+		{
 			// The H100 node offers 8, but the pod wants L4s: the largest is 4.
 			name:       "count above the largest matching node",
 			pod:        gpuPod("8", map[string]string{devices.AnnotationProducts: "NVIDIA-L4"}),
