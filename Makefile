@@ -20,6 +20,7 @@ LOCALUP_FLAGS ?=
 UNIT_TIMEOUT ?= 20m
 INTEGRATION_TIMEOUT ?= 60m
 E2E_TIMEOUT ?= 20m
+FAULTS_TIMEOUT ?= 20m
 # The newest prometheus-operator the module proxy serves here; only its CRDs
 # are used (test-e2e), it is not a Go dependency.
 PROMETHEUS_OPERATOR_VERSION ?= v0.76.0
@@ -32,8 +33,8 @@ KUBE_LDFLAGS = $(shell hack/version.sh kube-ldflags)
 COMMANDS := $(filter-out scheduler,$(sort $(notdir $(patsubst %/,%,$(dir $(wildcard cmd/*/*.go))))))
 TOOLS := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kubectl
 
-.PHONY: all build scheduler commands tools test test-unit test-integration test-e2e \
-	prometheus manifests deploy undeploy image run verify verify-gofmt verify-vet verify-tidy clean help replay replay-report
+.PHONY: all build scheduler commands tools test test-unit test-integration test-e2e test-faults \
+	fuzz prometheus manifests deploy undeploy image run verify verify-gofmt verify-vet verify-tidy clean help replay replay-report
 
 all: build tools
 
@@ -69,7 +70,7 @@ $(BIN)/kubectl: go.mod go.sum
 	$(GO) build -ldflags '$(KUBE_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kubectl
 	@touch $@
 
-test: test-unit test-integration test-e2e ## all tests
+test: test-unit test-integration test-e2e test-perf-short ## all tests
 
 # Also runs the committed fuzz seed corpora (testdata/fuzz).
 test-unit: ## unit tests of pkg/, internal/ and cmd/
@@ -87,9 +88,89 @@ test-integration: ## integration tests against a real apiserver
 # so a cached pass could hide a broken manifest.
 test-e2e: build tools prometheus ## end-to-end tests with bin/, the manifests and a real Prometheus
 	@crds="$${PROMETHEUS_OPERATOR_CRDS:-$$(hack/prometheus-operator-crds.sh $(PROMETHEUS_OPERATOR_VERSION))}"; \
-	echo "DEVICEFIT_BIN_DIR=$(abspath $(BIN)) PROMETHEUS_OPERATOR_CRDS=$$crds $(GO) test -count=1 -timeout $(E2E_TIMEOUT) $(GOTESTFLAGS) ./test/e2e/..."; \
+	echo "DEVICEFIT_BIN_DIR=$(abspath $(BIN)) PROMETHEUS_OPERATOR_CRDS=$$crds $(GO) test -count=1 -timeout $(E2E_TIMEOUT) $(GOTESTFLAGS) ./test/e2e"; \
 	DEVICEFIT_BIN_DIR="$(abspath $(BIN))" PROMETHEUS_OPERATOR_CRDS="$$crds" \
-		$(GO) test -count=1 -timeout $(E2E_TIMEOUT) $(GOTESTFLAGS) ./test/e2e/...
+		$(GO) test -count=1 -timeout $(E2E_TIMEOUT) $(GOTESTFLAGS) ./test/e2e
+
+# Fault injection with the built binaries (test/e2e/faults, a control plane
+# of its own): leader failover with SIGKILL (2000 pods, the takeover time in
+# the log), kube-apiserver stopped and restarted on the same etcd, the
+# scheduler stopped and killed with pods in flight, device churn (unhealthy
+# GPU, deleted node, relabelled product, MIG single to mixed), each ending
+# with the same invariant checker. -v: the takeover time and each check's
+# summary are t.Log lines.
+test-faults: build tools prometheus ## fault tests: failover, apiserver and scheduler restarts, device churn
+	@crds="$${PROMETHEUS_OPERATOR_CRDS:-$$(hack/prometheus-operator-crds.sh $(PROMETHEUS_OPERATOR_VERSION))}"; \
+	echo "DEVICEFIT_BIN_DIR=$(abspath $(BIN)) PROMETHEUS_OPERATOR_CRDS=$$crds $(GO) test -count=1 -v -timeout $(FAULTS_TIMEOUT) $(GOTESTFLAGS) ./test/e2e/faults"; \
+	DEVICEFIT_BIN_DIR="$(abspath $(BIN))" PROMETHEUS_OPERATOR_CRDS="$$crds" \
+		$(GO) test -count=1 -v -timeout $(FAULTS_TIMEOUT) $(GOTESTFLAGS) ./test/e2e/faults
+
+# scheduler_perf (test/perf, docs/performance.md): upstream's benchmark
+# harness with the devicefit plugins in its out-of-tree registry, the upstream
+# default profile against the devicefit profile on the same GPU fleet, in one
+# run. It starts etcd from PATH, hence bin/etcd. test-perf-short runs the
+# 500-node workloads (label short) as a correctness check: every pod bound,
+# no device overcommitted, no devicefit pod on devices its annotations
+# reject, no throughput threshold. bench runs the 5000-node workloads (label
+# performance, BENCH_LABELS) and the plugins' micro-benchmarks, writes
+# scheduler_perf's JSON data items (and .dat, and with PERF_FLAGS=-perf-cpuprofile
+# CPU profiles) into bench/, and prints one table that ends with the
+# devicefit/default throughput ratio of BENCH_RATIO (GPUFleet/5000Nodes_10000Pods).
+.PHONY: test-perf-short bench
+PERF_FLAGS ?=
+BENCH_LABELS ?= performance
+# The workload whose devicefit/default throughput ratio ends the table.
+BENCH_RATIO ?= GPUFleet/5000Nodes_10000Pods
+BENCH_DIR := bench
+PERF_SHORT_DIR := $(BIN)/perf-short
+PERF_TIMEOUT ?= 180m
+# KUBE_CACHE_MUTATION_DETECTOR=false: client-go's DeepEqual checks are off in
+# production and would dominate the profile (scheduler_perf's README).
+PERF_ENV = PATH="$(abspath $(BIN)):$$PATH" KUBE_CACHE_MUTATION_DETECTOR=false
+# The go test output (klog of apiserver and scheduler) goes to a log file;
+# the terminal gets the test and benchmark verdicts.
+PERF_PROGRESS = grep --line-buffered -E '^(--- FAIL|FAIL|ok |PASS|BenchmarkPerfScheduling/)' | sed -u -E 's/^(BenchmarkPerfScheduling[^ \t]*)[ \t].*/done: \1/'
+
+test-perf-short: $(BIN)/etcd ## scheduler_perf 500-node workloads, both profiles: correctness check, no threshold
+	@rm -rf $(PERF_SHORT_DIR); mkdir -p $(PERF_SHORT_DIR)
+	@echo "cd test/perf && go test -count=1 . -run TestNoSpreadConfigs -bench BenchmarkPerfScheduling -benchtime=1x -perf-scheduling-label-filter=short -data-items-dir=$(PERF_SHORT_DIR) (log: $(PERF_SHORT_DIR)/go-test.log)"
+	@cd test/perf && $(PERF_ENV) $(GO) test -count=1 -timeout 30m $(GOTESTFLAGS) . \
+		-run '^TestNoSpreadConfigs$$' -bench '^BenchmarkPerfScheduling$$' -benchtime=1x \
+		-perf-scheduling-label-filter=short -data-items-dir=$(abspath $(PERF_SHORT_DIR)) $(PERF_FLAGS) 2>&1 \
+		| tee $(abspath $(PERF_SHORT_DIR))/go-test.log | $(PERF_PROGRESS) \
+		|| { echo "test-perf-short failed; the end of $(PERF_SHORT_DIR)/go-test.log:"; tail -n 60 $(abspath $(PERF_SHORT_DIR))/go-test.log; exit 1; }
+	@echo "test-perf-short passed. 500 nodes are a correctness run: the throughput figures below are noise."
+	$(GO) run ./test/perf/benchsummary -ratio GPUFleet/500Nodes $(PERF_SHORT_DIR)/*.json
+
+bench: $(BIN)/etcd ## scheduler_perf 5000-node comparison + micro-benchmarks: table, JSON in bench/, the devicefit/default ratio
+	@mkdir -p $(BENCH_DIR); touch $(BENCH_DIR)/.start
+	$(GO) test -run '^$$' -bench 'Score|Filter' -benchmem ./pkg/plugins/devicepack ./pkg/plugins/devicefit 2>&1 | tee $(BENCH_DIR)/micro.txt
+	$(GO) test -run '^$$' -bench Collect -benchmem ./pkg/metrics 2>&1 | tee -a $(BENCH_DIR)/micro.txt
+	@echo "cd test/perf && go test -count=1 . -run '^$$' -bench BenchmarkPerfScheduling -benchtime=1x -perf-scheduling-label-filter=$(BENCH_LABELS) -data-items-dir=$(BENCH_DIR) $(PERF_FLAGS) (log: $(BENCH_DIR)/go-test.log)"
+	@cd test/perf && $(PERF_ENV) $(GO) test -count=1 -timeout $(PERF_TIMEOUT) $(GOTESTFLAGS) . \
+		-run '^$$' -bench '^BenchmarkPerfScheduling$$' -benchtime=1x \
+		-perf-scheduling-label-filter=$(BENCH_LABELS) -data-items-dir=$(abspath $(BENCH_DIR)) $(PERF_FLAGS) 2>&1 \
+		| tee $(abspath $(BENCH_DIR))/go-test.log | $(PERF_PROGRESS) \
+		|| { echo "bench failed; the end of $(BENCH_DIR)/go-test.log:"; tail -n 60 $(abspath $(BENCH_DIR))/go-test.log; exit 1; }
+	@echo
+	$(GO) run ./test/perf/benchsummary -micro $(BENCH_DIR)/micro.txt -ratio $(BENCH_RATIO) \
+		$$(find $(BENCH_DIR) -maxdepth 1 -newer $(BENCH_DIR)/.start \( -name 'BenchmarkPerfScheduling_*.json' -o -name '*-cpu.prof' \) | sort)
+
+# Coverage-guided fuzzing, one target after another (go test runs one -fuzz
+# target at a time); the seed corpora alone run in test-unit. A crash leaves
+# its input in the package's testdata/fuzz/<target>/: commit it as a seed.
+FUZZTIME ?= 30s
+FUZZ_TARGETS := ./pkg/devices:FuzzParseSelector ./pkg/devices:FuzzProductPattern \
+	./pkg/devices:FuzzDescribe ./pkg/devices:FuzzPodDemand \
+	./pkg/apis/config:FuzzDeviceFitArgs ./pkg/apis/config:FuzzDevicePackArgs
+
+fuzz: ## fuzz every target for FUZZTIME each (default 30s)
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "$(GO) test $$pkg -run '^$$' -fuzz '^$$name\$$' -fuzztime $(FUZZTIME)"; \
+		$(GO) test $$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) 2>&1 | tail -n 3; \
+		[[ $${PIPESTATUS[0]} == 0 ]] || exit 1; \
+	done
 
 prometheus: ## prometheus and promtool on PATH (apt-get install prometheus when missing)
 	hack/install-prometheus.sh

@@ -1,0 +1,89 @@
+// Package perf measures scheduling throughput with upstream scheduler_perf
+// (k8s.io/kubernetes/test/integration/scheduler_perf): the same GPU fleet and
+// the same device pods, once under the upstream default profile and once under
+// the devicefit profile of manifests/scheduler-config.yaml, in one run.
+//
+// scheduler_perf starts etcd (from PATH), an in-process kube-apiserver and an
+// in-process scheduler per workload; DeviceFit and DevicePack come in through
+// the out-of-tree registry, exactly as cmd/scheduler compiles them in.
+//
+// Layout:
+//   - main_test.go    TestMain, BenchmarkPerfScheduling, the registry
+//   - check_test.go   per-workload checks and extras (placement, batching, RSS)
+//   - config/         performance-config.yaml, scheduler configs, templates
+//   - benchsummary/   the table `make bench` prints from the JSON files
+//
+// Run (see docs/performance.md):
+//
+//	make test-perf-short   # the 500-node workloads (label short): correctness, no threshold
+//	make bench             # the 5000-node workloads (label performance) and the table
+//
+// Every workload goes through BenchmarkPerfScheduling, also the short ones:
+// RunIntegrationPerfScheduling has no way to pass an out-of-tree registry, so
+// the devicefit profile could not be built there.
+package perf
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	_ "k8s.io/component-base/logs/json/register"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	perf "k8s.io/kubernetes/test/integration/scheduler_perf"
+
+	"github.com/devicefit/devicefit/pkg/plugins/devicefit"
+	"github.com/devicefit/devicefit/pkg/plugins/devicepack"
+)
+
+// topic names the JSON file scheduler_perf writes:
+// BenchmarkPerfScheduling_benchmark_devicefit_<time>.json.
+const topic = "devicefit"
+
+// configFile is relative to this package directory, where go test runs; the
+// paths inside it are too.
+const configFile = "config/performance-config.yaml"
+
+// podsSchedulingTimeout bounds the wait for one createPods op's pods.
+const podsSchedulingTimeout = 25 * time.Minute
+
+func TestMain(m *testing.M) {
+	if err := perf.InitTests(); err != nil {
+		fmt.Fprintf(os.Stderr, "%v\n", err)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
+// BenchmarkPerfScheduling runs every workload of config/performance-config.yaml
+// that the label filter selects (-perf-scheduling-label-filter, default
+// "performance"; `make test-perf-short` selects "short").
+func BenchmarkPerfScheduling(b *testing.B) {
+	var extras runExtras
+	perf.RunBenchmarkPerfScheduling(b, configFile, topic, registry(),
+		perf.WithPrepareFn(extras.prepare),
+		// The default 10 minutes is below what 10000 devicefit pods take on
+		// 2 busy cores; scheduler_perf's own per-workload limit is 30 minutes.
+		perf.WithPodsSchedulingTimeout(podsSchedulingTimeout))
+	if err := extras.write(dataItemsDir()); err != nil {
+		b.Fatalf("writing the extras: %v", err)
+	}
+}
+
+// registry is the out-of-tree registry of cmd/scheduler.
+func registry() frameworkruntime.Registry {
+	return frameworkruntime.Registry{
+		devicefit.Name:  devicefit.New,
+		devicepack.Name: devicepack.New,
+	}
+}
+
+// dataItemsDir is scheduler_perf's -data-items-dir ("" = the package directory).
+func dataItemsDir() string {
+	if f := flag.Lookup("data-items-dir"); f != nil {
+		return f.Value.String()
+	}
+	return ""
+}
