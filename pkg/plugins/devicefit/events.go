@@ -2,6 +2,7 @@ package devicefit
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -9,6 +10,8 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/util"
+
+	"github.com/devicefit/devicefit/pkg/devices"
 )
 
 // deviceLabelDomains prefix the node labels DeviceFit reads (GFD and the
@@ -16,13 +19,20 @@ import (
 var deviceLabelDomains = []string{"nvidia.com/", "amd.com/", "cloud.google.com/gke-tpu"}
 
 // EventsToRegister lists the events that can turn a DeviceFit rejection into
-// a fit. Every DeviceFit verdict depends on the pod and on node labels and
-// device allocatable only, never on other pods: the departure of a device pod
+// a fit. Every DeviceFit verdict depends on the pod itself and on node labels
+// and device allocatable, never on other pods: the departure of a device pod
 // frees capacity, which is NodeResourcesFit's rejection and its hint's job,
-// so DeviceFit does not register pod events (they could never help).
+// so DeviceFit registers no event of other pods. It does register updates of
+// the pending pod itself (TargetPod): a corrected devicefit.io annotation
+// changes the verdict, and the queue asks only the plugins that rejected the
+// pod; without this the pod would wait for the periodic flush of
+// unschedulable pods (5 minutes).
 func (pl *DeviceFit) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
 	events := []fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeLabel | fwk.UpdateNodeAllocatable}, QueueingHintFn: pl.isSchedulableAfterNodeChange},
+		// An annotation change is a general Update of the target pod (no
+		// specific UpdatePodXYZ describes it); resizes are included in Update.
+		{Event: fwk.ClusterEvent{Resource: fwk.TargetPod, ActionType: fwk.Update}, QueueingHintFn: pl.isSchedulableAfterPodUpdate},
 	}
 	if pl.draExtendedResources {
 		// A class that starts serving the resource lifts the largest-node check.
@@ -68,6 +78,27 @@ func (pl *DeviceFit) isSchedulableAfterDeviceClassChange(logger klog.Logger, pod
 			return fwk.Queue, nil
 		}
 	}
+	return fwk.QueueSkip, nil
+}
+
+// isSchedulableAfterPodUpdate queues the pending pod when what DeviceFit
+// judges of it changed: its devicefit.io annotations or its device requests.
+func (pl *DeviceFit) isSchedulableAfterPodUpdate(logger klog.Logger, pod *v1.Pod, oldObj, newObj interface{}) (fwk.QueueingHint, error) {
+	oldPod, newPod, err := util.As[*v1.Pod](oldObj, newObj)
+	if err != nil {
+		return fwk.Queue, err
+	}
+	if !slices.Equal(devices.SelectorAnnotations(oldPod.Annotations), devices.SelectorAnnotations(newPod.Annotations)) {
+		logger.V(5).Info("pod's devicefit.io annotations changed", "pod", klog.KObj(newPod))
+		return fwk.Queue, nil
+	}
+	oldDemand, oldErr := devices.PodDemand(oldPod, pl.resources)
+	newDemand, newErr := devices.PodDemand(newPod, pl.resources)
+	if !slices.Equal(oldDemand, newDemand) || (oldErr == nil) != (newErr == nil) {
+		logger.V(5).Info("pod's device requests changed", "pod", klog.KObj(newPod))
+		return fwk.Queue, nil
+	}
+	logger.V(5).Info("pod update does not affect DeviceFit", "pod", klog.KObj(newPod))
 	return fwk.QueueSkip, nil
 }
 

@@ -20,14 +20,20 @@ func TestEventsToRegister(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var targetPod bool
 	for _, e := range events {
-		// Pod events can never resolve a DeviceFit rejection.
+		// Other pods' events can never resolve a DeviceFit rejection; the
+		// pending pod's own update can.
 		if e.Event.Resource == fwk.Pod || e.Event.Resource == fwk.AssignedPod || e.Event.Resource == fwk.UnscheduledPod {
 			t.Errorf("registered pod event %v", e.Event)
 		}
+		targetPod = targetPod || e.Event.Resource == fwk.TargetPod && e.Event.ActionType == fwk.Update
 		if e.QueueingHintFn == nil {
 			t.Errorf("event %v has no queueing hint", e.Event)
 		}
+	}
+	if !targetPod {
+		t.Error("no TargetPod/Update event: a corrected annotation would wait for the 5-minute flush")
 	}
 	if len(events) == 0 || events[0].Event.Resource != fwk.Node {
 		t.Fatalf("want node events first, got %v", events)
@@ -113,6 +119,36 @@ func TestIsSchedulableAfterDeviceClassChange(t *testing.T) {
 			}
 			if got != tt.want {
 				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestIsSchedulableAfterPodUpdate(t *testing.T) {
+	logger, _ := ktesting.NewTestContext(t)
+	pl := newPlugin(t, defaultArgs(), nil)
+	pod := func(gpus string, annotations map[string]string) *v1.Pod { return gpuPod(gpus, annotations) }
+	l40 := map[string]string{devices.AnnotationProducts: "NVIDIA-L40"}
+	tests := []struct {
+		name     string
+		old, new *v1.Pod
+		want     fwk.QueueingHint
+	}{
+		{name: "product corrected", old: pod("1", l40), new: pod("1", map[string]string{devices.AnnotationProducts: "NVIDIA-L40S"}), want: fwk.Queue},
+		{name: "selector annotation removed", old: pod("1", l40), new: pod("1", nil), want: fwk.Queue},
+		{name: "malformed value fixed", old: pod("1", map[string]string{devices.AnnotationMinMemory: "lots"}), new: pod("1", map[string]string{devices.AnnotationMinMemory: "40Gi"}), want: fwk.Queue},
+		{name: "device count changed", old: pod("8", nil), new: pod("4", nil), want: fwk.Queue},
+		{name: "unrelated annotation", old: pod("1", l40), new: pod("1", map[string]string{devices.AnnotationProducts: "NVIDIA-L40", "team": "a"}), want: fwk.QueueSkip},
+		{name: "label change", old: pod("1", l40), new: func() *v1.Pod { p := pod("1", l40); p.Labels = map[string]string{"app": "x"}; return p }(), want: fwk.QueueSkip},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := pl.isSchedulableAfterPodUpdate(logger, tc.new, tc.old, tc.new)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("got %v, want %v", got, tc.want)
 			}
 		})
 	}
