@@ -70,7 +70,7 @@ $(BIN)/kubectl: go.mod go.sum
 	$(GO) build -ldflags '$(KUBE_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kubectl
 	@touch $@
 
-test: test-unit test-integration test-e2e test-perf-short ## all tests
+test: test-unit test-integration test-e2e test-faults test-perf-short ## all tests
 
 # Also runs the committed fuzz seed corpora (testdata/fuzz).
 test-unit: ## unit tests of pkg/, internal/ and cmd/

@@ -11,6 +11,7 @@ package controlplane
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -68,6 +69,9 @@ type ControlPlane struct {
 
 	grace   time.Duration
 	apiPort int
+	// What the apiserver was started with, for StartAPIServer.
+	binDir, etcdURL, userAgent string
+	apiStarts                  int
 }
 
 // Start starts etcd and kube-apiserver and waits until the apiserver's
@@ -91,23 +95,24 @@ func Start(ctx context.Context, o Options) (*ControlPlane, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	cp := &ControlPlane{Dir: dir, grace: o.Grace}
-	if err := cp.start(ctx, binDir, o.UserAgent); err != nil {
+	cp := &ControlPlane{Dir: dir, grace: o.Grace, binDir: binDir, userAgent: o.UserAgent}
+	if err := cp.start(ctx); err != nil {
 		cp.Stop()
 		return nil, err
 	}
 	return cp, nil
 }
 
-func (cp *ControlPlane) start(ctx context.Context, binDir, userAgent string) error {
-	etcdURL, err := cp.startEtcd(ctx, binDir)
+func (cp *ControlPlane) start(ctx context.Context) error {
+	etcdURL, err := cp.startEtcd(ctx, cp.binDir)
 	if err != nil {
 		return err
 	}
+	cp.etcdURL = etcdURL
 	if err := cp.writeCredentials(); err != nil {
 		return err
 	}
-	return cp.startAPIServer(ctx, binDir, etcdURL, userAgent)
+	return cp.startAPIServer(ctx)
 }
 
 // Processes are the processes started, in start order.
@@ -127,6 +132,43 @@ func (cp *ControlPlane) Stop() {
 	for i := len(procs) - 1; i >= 0; i-- {
 		procs[i].Stop(cp.grace)
 	}
+}
+
+// StopAPIServer stops kube-apiserver (SIGTERM, SIGKILL after the grace of
+// Options) and leaves etcd running, as a control-plane upgrade or a crash of
+// the apiserver would. Clients see connection errors until StartAPIServer.
+// kube-apiserver stops listening as soon as it gets SIGTERM, but with
+// watches open it tends to take the whole grace to exit.
+func (cp *ControlPlane) StopAPIServer() {
+	if cp.APIServer != nil {
+		cp.APIServer.Stop(cp.grace)
+	}
+}
+
+// StartAPIServer starts kube-apiserver again after StopAPIServer, with the
+// same flags: the same etcd and data, port, certificates and tokens, so
+// every kubeconfig, RESTConfig and Client made before keeps working (Client
+// is the same object). It waits for /readyz as Start does. The stopped
+// process's log is kept as kube-apiserver.<n>.log; the new one writes
+// kube-apiserver.log again.
+func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
+	if cp.APIServer != nil {
+		if err := cp.APIServer.Exited(); err == nil {
+			return fmt.Errorf("kube-apiserver (pid %d) is still running: StopAPIServer first", cp.APIServer.Pid())
+		}
+		kept := filepath.Join(cp.Dir, fmt.Sprintf("kube-apiserver.%d.log", cp.apiStarts))
+		if err := os.Rename(cp.APIServer.LogPath, kept); err != nil {
+			return err
+		}
+		cp.APIServer.LogPath = kept
+	}
+	return cp.startAPIServer(ctx)
+}
+
+// RestartAPIServer is StopAPIServer, then StartAPIServer.
+func (cp *ControlPlane) RestartAPIServer(ctx context.Context) error {
+	cp.StopAPIServer()
+	return cp.StartAPIServer(ctx)
 }
 
 // WriteKubeconfig writes a kubeconfig for the apiserver that authenticates
@@ -170,10 +212,10 @@ func (cp *ControlPlane) startEtcd(ctx context.Context, binDir string) (string, e
 	return clientURL, nil
 }
 
-func (cp *ControlPlane) startAPIServer(ctx context.Context, binDir, etcdURL, userAgent string) error {
+func (cp *ControlPlane) startAPIServer(ctx context.Context) error {
 	pki := filepath.Join(cp.Dir, "pki")
-	p, err := StartProcess("kube-apiserver", filepath.Join(binDir, "kube-apiserver"), []string{
-		"--etcd-servers=" + etcdURL,
+	p, err := StartProcess("kube-apiserver", filepath.Join(cp.binDir, "kube-apiserver"), []string{
+		"--etcd-servers=" + cp.etcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(cp.apiPort),
@@ -213,21 +255,26 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, binDir, etcdURL, use
 		return err
 	}
 	cp.APIServer = p
+	cp.apiStarts++
 
-	cfg, err := clientcmd.BuildConfigFromFlags("", cp.AdminKubeconfig)
-	if err != nil {
-		return err
+	// Once: a restarted apiserver keeps the clients callers already hold.
+	if cp.Client == nil {
+		cfg, err := clientcmd.BuildConfigFromFlags("", cp.AdminKubeconfig)
+		if err != nil {
+			return err
+		}
+		// Hundreds of pods are created and polled; the default 5 QPS would
+		// make callers wait on the client, not on the scheduler.
+		cfg.QPS, cfg.Burst = 200, 400
+		cfg.UserAgent = cp.userAgent
+		cp.RESTConfig = cfg
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return err
+		}
+		cp.Client = cs
 	}
-	// Hundreds of pods are created and polled; the default 5 QPS would make
-	// callers wait on the client, not on the scheduler.
-	cfg.QPS, cfg.Burst = 200, 400
-	cfg.UserAgent = userAgent
-	cp.RESTConfig = cfg
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	cp.Client = cs
+	cs := cp.Client
 
 	var last string
 	err = Poll(ctx, 500*time.Millisecond, 2*time.Minute, p, func(ctx context.Context) (bool, error) {

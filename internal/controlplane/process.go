@@ -110,6 +110,20 @@ func (p *Process) Stop(grace time.Duration) {
 	<-p.done
 }
 
+// Kill sends SIGKILL to the process group at once, as an OOM kill or a node
+// failure would end the process (no shutdown code runs, nothing is
+// released), and waits for it to exit. Killing a stopped process does
+// nothing.
+func (p *Process) Kill() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.done
+}
+
 // ProcessError attributes a failure to one process, so that the caller can
 // show that process's log.
 type ProcessError struct {

@@ -3,12 +3,12 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/devicefit/devicefit/internal/controlplane"
+	"github.com/devicefit/devicefit/internal/e2eutil"
 )
 
 // Product label values as NVIDIA GPU Feature Discovery writes them.
@@ -45,21 +45,9 @@ const (
 	amdNode = "e2e-mi300x-0"
 )
 
+// gfd: GFD's labels (e2eutil.GFDLabels).
 func gfd(product string, memoryMiB, major, minor, count int, family string, kv ...string) map[string]string {
-	m := map[string]string{
-		"nvidia.com/gpu.present":       "true",
-		labelGPUProduct:                product,
-		"nvidia.com/gpu.memory":        strconv.Itoa(memoryMiB),
-		"nvidia.com/gpu.family":        family,
-		"nvidia.com/gpu.compute.major": strconv.Itoa(major),
-		"nvidia.com/gpu.compute.minor": strconv.Itoa(minor),
-		"nvidia.com/gpu.count":         strconv.Itoa(count),
-		"nvidia.com/mig.strategy":      "single",
-	}
-	for i := 0; i+1 < len(kv); i += 2 {
-		m[kv[i]] = kv[i+1]
-	}
-	return m
+	return e2eutil.GFDLabels(product, memoryMiB, major, minor, count, family, kv...)
 }
 
 // fleet is small on purpose: three products, whole and time-sliced GPUs, and

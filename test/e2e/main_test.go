@@ -25,6 +25,10 @@
 //   - prometheus_test.go   a real Prometheus; TestPrometheusScrapesScheduler
 //   - rules_test.go        TestPrometheusRulesPromtool
 //
+// What other e2e packages need too (kubectl, the manifests' install, the
+// ServiceAccount identity, the deployed configuration, device pods, GFD
+// labels) lives in internal/e2eutil; the functions here wrap it.
+//
 // Shared fixtures (the scheduler, the scenario) start on first use, so any
 // test runs alone too: go test ./test/e2e/ -run TestPrometheus (with the
 // variables above set). A new test that needs the applied manifests calls

@@ -1,32 +1,15 @@
 package e2e
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/yaml"
+
+	"github.com/devicefit/devicefit/internal/e2eutil"
 )
-
-// The prometheus-operator CRDs the kustomize output needs: its
-// ServiceMonitor and PrometheusRule.
-var operatorCRDs = []struct{ file, name string }{
-	{"monitoring.coreos.com_servicemonitors.yaml", "servicemonitors.monitoring.coreos.com"},
-	{"monitoring.coreos.com_prometheusrules.yaml", "prometheusrules.monitoring.coreos.com"},
-}
-
-// fieldManager is the server-side apply manager of everything the suite applies.
-const fieldManager = "devicefit-e2e"
 
 // object is one object of the kustomize output.
 type object = *unstructured.Unstructured
@@ -35,7 +18,7 @@ type object = *unstructured.Unstructured
 // `kubectl kustomize` and applies the output server-side, recording each
 // step's failure in s for the tests to report.
 func setupManifests(ctx context.Context) {
-	if s.crdsErr = installOperatorCRDs(ctx); s.crdsErr != nil {
+	if s.crdsErr = e2eutil.InstallOperatorCRDs(ctx, adminKubectl(), s.crdDir); s.crdsErr != nil {
 		return
 	}
 	out, _, err := kubectl(ctx, nil, "kustomize", s.manifests)
@@ -44,74 +27,14 @@ func setupManifests(ctx context.Context) {
 		return
 	}
 	s.rendered = []byte(out)
-	if s.objects, s.renderErr = decodeObjects(s.rendered); s.renderErr != nil {
+	if s.objects, s.renderErr = e2eutil.DecodeObjects(s.rendered); s.renderErr != nil {
 		return
 	}
 	if len(s.objects) == 0 {
 		s.renderErr = fmt.Errorf("kubectl kustomize %s: no objects", s.manifests)
 		return
 	}
-	s.applyOut, s.applyErr = applyServerSide(ctx, s.rendered)
-}
-
-func installOperatorCRDs(ctx context.Context) error {
-	args := []string{"apply", "--server-side", "--field-manager=" + fieldManager}
-	wait := []string{"wait", "--for=condition=Established", "--timeout=60s"}
-	for _, c := range operatorCRDs {
-		path := filepath.Join(s.crdDir, c.file)
-		if _, err := os.Stat(path); err != nil {
-			return fmt.Errorf("prometheus-operator CRD: %w (%s should be the operator's example/prometheus-operator-crd)", err, crdDirEnv)
-		}
-		args = append(args, "-f", path)
-		wait = append(wait, "crd/"+c.name)
-	}
-	if _, _, err := kubectl(ctx, nil, args...); err != nil {
-		return err
-	}
-	_, _, err := kubectl(ctx, nil, wait...)
-	return err
-}
-
-// applyServerSide applies the manifests in data. A kind whose CRD has just
-// become Established can be missing from discovery for a moment, so "no
-// matches for kind" is retried for a few seconds.
-func applyServerSide(ctx context.Context, data []byte) (string, error) {
-	var err error
-	for i := 0; i < 10; i++ {
-		var out, warnings string
-		out, warnings, err = kubectl(ctx, data, "apply", "--server-side", "--field-manager="+fieldManager, "-f", "-")
-		if err == nil {
-			return out + warnings, nil
-		}
-		if !strings.Contains(err.Error(), "no matches for kind") {
-			break
-		}
-		time.Sleep(time.Second)
-	}
-	return "", err
-}
-
-// decodeObjects splits multi-document YAML into objects.
-func decodeObjects(data []byte) ([]object, error) {
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	var out []object
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		var m map[string]interface{}
-		if err := yaml.Unmarshal(doc, &m); err != nil {
-			return nil, err
-		}
-		if len(m) == 0 {
-			continue
-		}
-		out = append(out, &unstructured.Unstructured{Object: m})
-	}
+	s.applyOut, s.applyErr = e2eutil.ApplyServerSide(ctx, adminKubectl(), s.rendered)
 }
 
 // renderedObjects returns the objects of the kustomize output of the given

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/devicefit/devicefit/internal/controlplane"
+	"github.com/devicefit/devicefit/internal/e2eutil"
 )
 
 // scheduler is bin/devicefit-scheduler run as the manifests would run it.
@@ -42,71 +43,29 @@ func sharedScheduler(t *testing.T) *scheduler {
 }
 
 func startScheduler(ctx context.Context) (*scheduler, error) {
-	cmName, data, err := deployedSchedulerConfig(ctx)
+	cfg, err := e2eutil.RenderDeployedSchedulerConfig(ctx, s.cp, s.dir, "scheduler-config.yaml", nil)
 	if err != nil {
-		return nil, err
-	}
-	kubeconfig, err := serviceAccountKubeconfig(ctx, s.dir, systemNamespace, schedulerSA)
-	if err != nil {
-		return nil, err
-	}
-	rendered, le, err := controlplane.RenderSchedulerConfig([]byte(data), kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("ConfigMap %s/%s key %s: %w", systemNamespace, cmName, schedulerConfigKey, err)
-	}
-	config := filepath.Join(s.dir, "scheduler-config.yaml")
-	if err := os.WriteFile(config, rendered, 0o600); err != nil {
 		return nil, err
 	}
 	sched, err := controlplane.StartScheduler(controlplane.SchedulerOptions{
 		Binary:     filepath.Join(s.binDir, "devicefit-scheduler"),
-		Config:     config,
-		Kubeconfig: kubeconfig,
+		Config:     cfg.Path,
+		Kubeconfig: cfg.Kubeconfig,
 		Dir:        s.dir,
 		ExtraArgs:  []string{"--v=2"},
 	})
 	if err != nil {
 		return nil, err
 	}
-	out := &scheduler{Scheduler: sched, lease: le}
+	out := &scheduler{Scheduler: sched, lease: cfg.Lease}
 	if err := sched.WaitReady(ctx, 90*time.Second); err != nil {
 		return out, withLog(sched.Process, err)
 	}
 	return out, nil
 }
 
-// deployedSchedulerConfig returns the KubeSchedulerConfiguration the applied
-// Deployment mounts: key scheduler-config.yaml of the ConfigMap
-// devicefit-scheduler-config, found through the Deployment's volumes because
-// kustomize's configMapGenerator appends a hash of the content to the name.
-func deployedSchedulerConfig(ctx context.Context) (name, data string, err error) {
-	cs := s.cp.Client
-	deploy, err := cs.AppsV1().Deployments(systemNamespace).Get(ctx, schedulerDeploy, metav1.GetOptions{})
-	if err != nil {
-		return "", "", err
-	}
-	var mounted []string
-	for _, v := range deploy.Spec.Template.Spec.Volumes {
-		if v.ConfigMap == nil || !strings.HasPrefix(v.ConfigMap.Name, schedulerConfigMap) {
-			continue
-		}
-		cm, err := cs.CoreV1().ConfigMaps(systemNamespace).Get(ctx, v.ConfigMap.Name, metav1.GetOptions{})
-		if err != nil {
-			return "", "", fmt.Errorf("ConfigMap of volume %s of Deployment %s/%s: %w", v.Name, systemNamespace, schedulerDeploy, err)
-		}
-		if data, ok := cm.Data[schedulerConfigKey]; ok {
-			return cm.Name, data, nil
-		}
-		mounted = append(mounted, cm.Name)
-	}
-	return "", "", fmt.Errorf("Deployment %s/%s mounts no ConfigMap %s* with key %s (ConfigMaps without it: %v)",
-		systemNamespace, schedulerDeploy, schedulerConfigMap, schedulerConfigKey, mounted)
-}
-
 // withLog adds the end of p's log to err.
-func withLog(p *controlplane.Process, err error) error {
-	return fmt.Errorf("%w\nlast lines of %s:\n%s", err, p.LogPath, controlplane.Tail(p.LogPath, 30))
-}
+func withLog(p *controlplane.Process, err error) error { return e2eutil.WithLog(p, err) }
 
 // forbiddenLines returns the lines of the scheduler's log (stdout and stderr)
 // that report an RBAC denial.

@@ -1,0 +1,117 @@
+package faults
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/devicefit/devicefit/internal/controlplane"
+)
+
+// Sizes of TestAPIServerRestart: per case, 400 pods of one time-sliced GPU
+// on 8 nodes of 128 replicas; the apiserver stopped once 100 are bound.
+const (
+	restartAPIPods   = 400
+	restartAPINodes  = 8
+	restartAPIStopAt = 100
+)
+
+// TestAPIServerRestart: two scheduler replicas, as the manifests' Deployment
+// runs them; 400 device pods stream in; once 100 are bound, kube-apiserver
+// is stopped (SIGTERM: it stops listening at once, then takes its grace to
+// exit) and started again on the same etcd, port, certificates and tokens.
+// Nobody restarts a scheduler. Every pod ends bound exactly once; the
+// invariants hold.
+//
+//   - "lease outlasts the outage" (leaseDuration 60s, renewDeadline 40s):
+//     the leader rides the outage out and recovers by itself: its informers
+//     relist, the bindings that failed are retried. It must still lead.
+//   - "manifests' lease" (15s/10s/2s, as deployed): an outage longer than
+//     renewDeadline makes the leader exit, as kube-scheduler does
+//     ("Leaderelection lost"; the Deployment would restart it), and the
+//     standby, whose informers lost the apiserver too, takes over. Either
+//     outcome passes; the test says which happened.
+func TestAPIServerRestart(t *testing.T) {
+	const group = "apiserver"
+	var nodes []node
+	for i := 0; i < restartAPINodes; i++ {
+		nodes = append(nodes, timeSliced(fmt.Sprintf("apiserver-t4-%d", i), "Tesla-T4", 15360, 7, 5, 8, 16, "turing"))
+	}
+	registerNodes(t, group, nodes...)
+	for _, tc := range []struct {
+		name, id    string
+		timings     *leaseTimings
+		mustSurvive bool
+	}{
+		{"lease outlasts the outage", "long", &leaseTimings{60 * time.Second, 40 * time.Second, 2 * time.Second}, true},
+		{"manifests' lease", "manifests", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := schedulerConfig(t, "apiserver-"+tc.id, tc.timings)
+			a := startScheduler(t, cfg, "scheduler-apiserver-"+tc.id+"-a")
+			b := startScheduler(t, cfg, "scheduler-apiserver-"+tc.id+"-b")
+			leader := waitLeader(t, a, b)
+			holder, _, transitions, err := lease(testContext(t, 10*time.Second), cfg.Lease)
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			ns := newNamespace(t)
+			w := watchPods(t)
+			var pods []*v1.Pod
+			for i := 0; i < restartAPIPods; i++ {
+				pods = append(pods, smallPod(ns, group, fmt.Sprintf("pod-%04d", i), resourceGPU, 1))
+			}
+			ctx := testContext(t, 10*time.Minute)
+			created := createPodsInBackground(t, ctx, pods)
+			w.waitBoundIn(t, ns, restartAPIStopAt, 3*time.Minute, a, b)
+
+			stopped := time.Now()
+			boundAtStop := w.boundIn(ns)
+			s.cp.StopAPIServer()
+			exited := time.Now()
+			if err := s.cp.StartAPIServer(ctx); err != nil {
+				t.Fatalf("starting kube-apiserver again: %v\n%s", err, controlplane.Tail(s.cp.APIServer.LogPath, 30))
+			}
+			t.Logf("kube-apiserver stopped with %d of %d pods bound; exited %.1fs after SIGTERM, ready again %.1fs after SIGTERM",
+				boundAtStop, restartAPIPods, exited.Sub(stopped).Seconds(), time.Since(stopped).Seconds())
+
+			created()
+			var alive []*scheduler
+			for _, sc := range []*scheduler{a, b} {
+				if sc.Process.Exited() == nil {
+					alive = append(alive, sc)
+				}
+			}
+			checkInvariants(t, w, expect{namespace: ns, alive: alive, wait: 4 * time.Minute})
+
+			for _, sc := range []*scheduler{a, b} {
+				err := sc.Process.Exited()
+				switch {
+				case err == nil:
+				case !tc.mustSurvive && strings.Contains(controlplane.Tail(sc.Process.LogPath, 20), "Leaderelection lost"):
+					t.Logf("%s lost the lease during the outage and exited, as kube-scheduler does: %v", sc.name, err)
+				default:
+					t.Errorf("%s exited: %v\nlast lines of %s:\n%s", sc.name, err, sc.Process.LogPath, controlplane.Tail(sc.Process.LogPath, 30))
+				}
+			}
+			now := waitLeader(t, a, b)
+			newHolder, _, newTransitions, err := lease(testContext(t, 10*time.Second), cfg.Lease)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case now == leader:
+				t.Logf("%s led before and after the restart (lease holder %s, transitions %d → %d)", leader.name, holder, transitions, newTransitions)
+			case tc.mustSurvive:
+				t.Errorf("%s led before the restart, %s after: the lease should have outlasted the outage", leader.name, now.name)
+			default:
+				t.Logf("%s led before the restart, %s after (lease holder %s → %s, transitions %d → %d)",
+					leader.name, now.name, holder, newHolder, transitions, newTransitions)
+			}
+		})
+	}
+}

@@ -1,0 +1,142 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/devicefit/devicefit/pkg/devices"
+)
+
+// Sizes of TestLeaderFailover: 2000 pods of one time-sliced GPU on 24 nodes
+// of 128 replicas, 12 L4 and 12 A10G. A third of the pods want L4, a third
+// A10G, a third either: however the scheduler spreads the last third, each
+// product can hold all that may come to it (667 + 666 <= 1536), so every pod
+// is schedulable by construction. The leader is killed once 500 are bound.
+const (
+	failoverPods   = 2000
+	failoverNodes  = 12 // of each of the two products
+	failoverKillAt = 500
+)
+
+// TestLeaderFailover: two scheduler replicas, as the manifests' Deployment
+// runs them, with leader election shortened to 4s/3s/1s; 2000 device pods
+// stream in; the leader is killed with SIGKILL (no lease release, bindings
+// in flight lost) once some hundreds are bound. The standby takes the lease
+// and binds the rest; every pod ends bound exactly once. The takeover time
+// is logged: kill → new holder in the lease (its acquireTime) → first
+// binding seen after that.
+func TestLeaderFailover(t *testing.T) {
+	const group = "failover"
+	var nodes []node
+	for i := 0; i < failoverNodes; i++ {
+		nodes = append(nodes,
+			timeSliced(fmt.Sprintf("failover-l4-%d", i), "NVIDIA-L4", 23034, 8, 9, 8, 16, "ada-lovelace"),
+			timeSliced(fmt.Sprintf("failover-a10g-%d", i), "NVIDIA-A10G", 23028, 8, 6, 8, 16, "ampere"))
+	}
+	registerNodes(t, group, nodes...)
+	cfg := schedulerConfig(t, "failover", fastLease)
+	a := startScheduler(t, cfg, "scheduler-failover-a")
+	b := startScheduler(t, cfg, "scheduler-failover-b")
+	leader := waitLeader(t, a, b)
+	standby := a
+	if leader == a {
+		standby = b
+	}
+	oldHolder, _, transitions, err := lease(testContext(t, 10*time.Second), cfg.Lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s leads (lease holder %s, %d transitions so far); %s stands by", leader.name, oldHolder, transitions, standby.name)
+
+	ns := newNamespace(t)
+	w := watchPods(t)
+	var pods []*v1.Pod
+	for i := 0; i < failoverPods; i++ {
+		name := fmt.Sprintf("pod-%04d", i)
+		switch i % 3 {
+		case 0:
+			pods = append(pods, smallPod(ns, group, name, resourceGPU, 1, devices.AnnotationProducts, "NVIDIA-L4"))
+		case 1:
+			pods = append(pods, smallPod(ns, group, name, resourceGPU, 1, devices.AnnotationProducts, "NVIDIA-A10G-SHARED"))
+		default:
+			pods = append(pods, smallPod(ns, group, name, resourceGPU, 1))
+		}
+	}
+	ctx := testContext(t, 10*time.Minute)
+	created := createPodsInBackground(t, ctx, pods)
+
+	w.waitBoundIn(t, ns, failoverKillAt, 4*time.Minute, leader, standby)
+	killed := time.Now()
+	leader.Process.Kill()
+	boundAtKill := w.boundIn(ns)
+
+	// The new holder, as soon as the lease says so.
+	var newHolder string
+	var acquired time.Time
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := standby.Process.Exited(); err != nil {
+			return false, err
+		}
+		h, at, _, err := lease(ctx, cfg.Lease)
+		if err != nil {
+			return false, nil
+		}
+		newHolder, acquired = h, at
+		return h != "" && h != oldHolder, nil
+	})
+	if err != nil {
+		t.Fatalf("after killing %s, the lease still names %s: %v", leader.name, oldHolder, err)
+	}
+	leaseSeen := time.Now()
+	// The first binding after the new holder acquired the lease.
+	var firstNew binding
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		for _, b := range w.bindings() {
+			if b.seen.After(acquired) {
+				firstNew = b
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("no binding within a minute of %s taking the lease: %v", newHolder, err)
+	}
+	late := 0 // bindings of the killed leader that completed after the kill
+	for _, b := range w.bindings() {
+		if b.seen.After(killed) && !b.seen.After(acquired) {
+			late++
+		}
+	}
+	t.Logf("takeover: %s killed with %d of %d pods bound; lease taken by %s %.2fs after the kill (seen %.2fs after); "+
+		"first binding by the new leader (%s on %s) %.2fs after the kill; %d bindings in flight completed between kill and takeover",
+		leader.name, boundAtKill, failoverPods, newHolder, acquired.Sub(killed).Seconds(), leaseSeen.Sub(killed).Seconds(),
+		firstNew.pod, firstNew.node, firstNew.seen.Sub(killed).Seconds(), late)
+	if ok, err := standby.isLeader(ctx); err != nil || !ok {
+		t.Errorf("%s does not say it leads (leader_election_master_status): %v, %v", standby.name, ok, err)
+	}
+
+	created()
+	checkInvariants(t, w, expect{namespace: ns, alive: []*scheduler{standby}, wait: 5 * time.Minute})
+	t.Logf("all %d pods bound %.1fs after the kill", failoverPods, time.Since(killed).Seconds())
+
+	// The new leader's device gauges, from its own caches, count every
+	// device bound, by either leader (one per pod).
+	for _, product := range []struct{ name, nodes string }{
+		{"NVIDIA-L4-SHARED", "failover-l4-"}, {"NVIDIA-A10G-SHARED", "failover-a10g-"},
+	} {
+		bound := 0
+		for _, b := range w.bindings() {
+			if strings.HasPrefix(b.pod, ns+"/") && strings.HasPrefix(b.node, product.nodes) {
+				bound++
+			}
+		}
+		waitSeesDevices(t, standby, resourceGPU, product.name, "allocated", float64(bound))
+	}
+}
