@@ -1,6 +1,8 @@
 package e2eutil
 
 import (
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,5 +47,19 @@ func TestDecodeObjects(t *testing.T) {
 	}
 	if len(objs) != 2 || objs[0].GetKind() != "Namespace" || objs[1].GetName() != "b" {
 		t.Errorf("DecodeObjects: %d objects %v", len(objs), objs)
+	}
+}
+
+func TestNamespaceName(t *testing.T) {
+	valid := regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	for _, name := range []string{
+		"TestAdmissionPolicy/unknown_key_(devicefit.io/product)",
+		"TestDeviceChurn/MIG_single_to_mixed_with_a_very_long_case_name_indeed",
+		"Test",
+	} {
+		got := NamespaceName("faults", name)
+		if len(got) > 63 || !valid.MatchString(got) || !strings.HasPrefix(got, "faults-") {
+			t.Errorf("NamespaceName(%q) = %q: not a namespace name with the prefix", name, got)
+		}
 	}
 }

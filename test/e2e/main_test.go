@@ -39,7 +39,6 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -48,6 +47,7 @@ import (
 	"time"
 
 	"github.com/devicefit/devicefit/internal/controlplane"
+	"github.com/devicefit/devicefit/internal/e2eutil"
 )
 
 const (
@@ -108,27 +108,15 @@ func run(m *testing.M) int {
 		s.manifests = m
 	}
 
-	dir, err := os.MkdirTemp("", "devicefit-e2e-")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cp, dir, err := e2eutil.StartControlPlane(ctx, "e2e", s.binDir)
+	s.dir = dir
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "test/e2e:", err)
 		return 1
 	}
-	s.dir = dir
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	start := time.Now()
-	cp, err := controlplane.Start(ctx, controlplane.Options{BinDir: s.binDir, Dir: dir, UserAgent: "devicefit-e2e"})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "test/e2e: starting the control plane: %v\n", err)
-		var pe *controlplane.ProcessError
-		if errors.As(err, &pe) {
-			fmt.Fprintf(os.Stderr, "last lines of %s:\n%s\n", pe.Process.LogPath, controlplane.Tail(pe.Process.LogPath, 40))
-		}
-		fmt.Fprintf(os.Stderr, "test/e2e: logs kept in %s\n", dir)
-		return 1
-	}
 	s.cp = cp
-	fmt.Printf("test/e2e: control plane at %s in %.1fs (dir %s)\n", cp.URL, time.Since(start).Seconds(), dir)
 
 	// Failures here are reported by TestManifestsApply; the tests that need
 	// the applied manifests fail with the same error (requireManifests).

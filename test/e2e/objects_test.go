@@ -4,14 +4,11 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilrand "k8s.io/apimachinery/pkg/util/rand"
 
 	"github.com/devicefit/devicefit/internal/e2eutil"
 )
@@ -37,18 +34,12 @@ func testContext(t *testing.T, timeout time.Duration) context.Context {
 	return ctx
 }
 
-var nonName = regexp.MustCompile(`[^a-z0-9]+`)
-
 // newNamespace creates a namespace of its own for the test. It is not
 // deleted: without a controller-manager nothing would finalize it, and the
 // control plane is thrown away with the package.
 func newNamespace(t *testing.T) string {
 	t.Helper()
-	base := strings.Trim(nonName.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
-	if len(base) > 40 {
-		base = base[:40]
-	}
-	name := "e2e-" + base + "-" + utilrand.String(5)
+	name := e2eutil.NamespaceName("e2e", t.Name())
 	ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	if _, err := s.cp.Client.CoreV1().Namespaces().Create(testContext(t, 30*time.Second), ns, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating namespace %s: %v", name, err)

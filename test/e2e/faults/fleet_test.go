@@ -3,9 +3,7 @@ package faults
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -126,19 +123,13 @@ func setAllocatable(t *testing.T, nodeName string, r v1.ResourceName, n int64) {
 	})
 }
 
-var nonName = regexp.MustCompile(`[^a-z0-9]+`)
-
 // newNamespace creates a namespace for the test. Its pods are deleted when
 // the test ends (at once: no kubelet would confirm a graceful deletion), so
 // that later tests' schedulers do not carry them; the namespace itself stays
 // (no controller-manager would finalize it).
 func newNamespace(t *testing.T) string {
 	t.Helper()
-	base := strings.Trim(nonName.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
-	if len(base) > 40 {
-		base = base[:40]
-	}
-	name := "faults-" + base + "-" + utilrand.String(5)
+	name := e2eutil.NamespaceName("faults", t.Name())
 	ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	if _, err := s.cp.Client.CoreV1().Namespaces().Create(testContext(t, 30*time.Second), ns, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating namespace %s: %v", name, err)
