@@ -2,6 +2,7 @@ package devices
 
 import (
 	"fmt"
+	"math"
 	"sort"
 
 	v1 "k8s.io/api/core/v1"
@@ -95,7 +96,8 @@ func checkContainer(c *v1.Container, set ResourceSet) error {
 		if !set.Contains(name) {
 			continue
 		}
-		if _, problem := wholeCount(limit); problem != "" {
+		n, problem := wholeCount(limit)
+		if problem != "" {
 			return &DemandError{Container: c.Name, Resource: name, Problem: problem}
 		}
 		req, ok := c.Resources.Requests[name]
@@ -106,7 +108,9 @@ func checkContainer(c *v1.Container, set ResourceSet) error {
 			return &DemandError{Container: c.Name, Resource: name,
 				Problem: fmt.Sprintf("has limit %s but no request; device requests must equal limits", limit.String())}
 		}
-		if req.Cmp(limit) != 0 {
+		// Compared as counts, not with Quantity.Cmp, which scales both sides
+		// to one exponent: a request of "e900000000" would take minutes.
+		if m, problem := wholeCount(req); problem != "" || m != n {
 			return &DemandError{Container: c.Name, Resource: name,
 				Problem: fmt.Sprintf("requests %s but limits %s; device requests must equal limits", req.String(), limit.String())}
 		}
@@ -134,6 +138,17 @@ var maxDeviceQuantity = *resource.NewQuantity(maxDeviceCount, resource.DecimalSI
 func wholeCount(q resource.Quantity) (int64, string) {
 	if q.Sign() < 0 {
 		return 0, fmt.Sprintf("quantity %s is negative", q.String())
+	}
+	// Bound the magnitude before any exact comparison: Cmp scales both
+	// sides to a common exponent, and "e900000000" (zero) or "1e900000000"
+	// would hold the scheduling loop for minutes. These checks are O(1).
+	if q.IsZero() {
+		return 0, ""
+	}
+	if f := q.AsApproximateFloat64(); math.IsNaN(f) || f > maxDeviceCount {
+		return 0, fmt.Sprintf("quantity %s is beyond any device count", q.String())
+	} else if f < 0.5 {
+		return 0, fmt.Sprintf("quantity %s is not a whole number of devices", q.String())
 	}
 	if q.Cmp(maxDeviceQuantity) > 0 {
 		return 0, fmt.Sprintf("quantity %s is beyond any device count", q.String())
