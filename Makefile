@@ -168,8 +168,12 @@ fuzz: ## fuzz every target for FUZZTIME each (default 30s)
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \
 		echo "$(GO) test $$pkg -run '^$$' -fuzz '^$$name\$$' -fuzztime $(FUZZTIME)"; \
-		$(GO) test $$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) 2>&1 | tail -n 3; \
-		[[ $${PIPESTATUS[0]} == 0 ]] || exit 1; \
+		log=$$(mktemp); \
+		if $(GO) test $$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) > $$log 2>&1; then \
+			tail -n 3 $$log; rm -f $$log; \
+		else \
+			grep -v '^fuzz: elapsed' $$log | tail -n 40; rm -f $$log; exit 1; \
+		fi; \
 	done
 
 prometheus: ## prometheus and promtool on PATH (apt-get install prometheus when missing)
