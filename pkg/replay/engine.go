@@ -311,7 +311,8 @@ func (s *simulation) schedule(ctx context.Context, pod *v1.Pod) (outcome, error)
 			}
 		}
 	}
-	toFind := numFeasibleNodesToFind(s.percent, len(s.nodes))
+	// Upstream counts the nodes PreFilter left (findNodesThatPassFilters).
+	toFind := numFeasibleNodesToFind(s.percent, len(s.order))
 	if !s.fw.HasScorePlugins() {
 		toFind = 1
 	}

@@ -55,6 +55,9 @@ type DeviceFit struct {
 	mismatchRejections   [len(mismatchMetric)]k8smetrics.CounterMetric
 	deviceNodeRejections k8smetrics.CounterMetric
 	capacityRejections   k8smetrics.CounterMetric
+	// cache holds what each node's labels say about its devices, read again
+	// only when the node object changes (PreFilter refreshes it).
+	cache *devices.NodeCache
 	// nodes reads the product of a bound pod's node in PostBind; nil when the
 	// framework has no informer factory (some tests, embedders).
 	nodes corelisters.NodeLister
@@ -77,6 +80,7 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 	pl := &DeviceFit{
 		handle:               h,
 		resources:            set,
+		cache:                devices.NewNodeCache(set),
 		policy:               args.DeviceNodePolicy,
 		allowedCounts:        slices.Sorted(slices.Values(args.AllowedCounts)),
 		draExtendedResources: enabled(features.DRAExtendedResource),

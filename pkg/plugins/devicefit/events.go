@@ -19,11 +19,12 @@ import (
 var deviceLabelDomains = []string{"nvidia.com/", "amd.com/", "cloud.google.com/gke-tpu"}
 
 // EventsToRegister lists the events that can turn a DeviceFit rejection into
-// a fit. Every DeviceFit verdict depends on the pod itself and on node labels
-// and device allocatable, never on other pods: the departure of a device pod
-// frees capacity, which is NodeResourcesFit's rejection and its hint's job,
-// so DeviceFit registers no event of other pods. It does register updates of
-// the pending pod itself (TargetPod): a corrected devicefit.io annotation
+// a fit. Filter's verdicts depend on the pod itself and on node labels and
+// device allocatable. PreFilter's node list (candidates) also leaves out
+// nodes whose free devices are too few, so the departure of a device pod is
+// DeviceFit's event too: a pod whose only nodes with room were left out must
+// not wait for NodeResourcesFit, which never saw them. It registers updates
+// of the pending pod itself (TargetPod): a corrected devicefit.io annotation
 // changes the verdict, and the queue asks only the plugins that rejected the
 // pod; without this the pod would wait for the periodic flush of
 // unschedulable pods (5 minutes).
@@ -33,6 +34,7 @@ func (pl *DeviceFit) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWith
 		// An annotation change is a general Update of the target pod (no
 		// specific UpdatePodXYZ describes it); resizes are included in Update.
 		{Event: fwk.ClusterEvent{Resource: fwk.TargetPod, ActionType: fwk.Update}, QueueingHintFn: pl.isSchedulableAfterPodUpdate},
+		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}, QueueingHintFn: pl.isSchedulableAfterPodDeleted},
 	}
 	if pl.draExtendedResources {
 		// A class that starts serving the resource lifts the largest-node check.
@@ -99,6 +101,36 @@ func (pl *DeviceFit) isSchedulableAfterPodUpdate(logger klog.Logger, pod *v1.Pod
 		return fwk.Queue, nil
 	}
 	logger.V(5).Info("pod update does not affect DeviceFit", "pod", klog.KObj(newPod))
+	return fwk.QueueSkip, nil
+}
+
+// isSchedulableAfterPodDeleted queues the pending pod when a bound pod that
+// held some of the device resources it asks for is gone.
+func (pl *DeviceFit) isSchedulableAfterPodDeleted(logger klog.Logger, pod *v1.Pod, oldObj, newObj interface{}) (fwk.QueueingHint, error) {
+	deleted, _, err := util.As[*v1.Pod](oldObj, newObj)
+	if err != nil {
+		return fwk.Queue, err
+	}
+	if deleted.Spec.NodeName == "" {
+		return fwk.QueueSkip, nil
+	}
+	want, err := devices.PodDemand(pod, pl.resources)
+	if err != nil {
+		return fwk.QueueSkip, nil
+	}
+	held, err := devices.PodDemand(deleted, pl.resources)
+	if err != nil {
+		// Its requests do not parse as whole devices, yet it was bound: it
+		// may have held some; queueing costs one cycle.
+		return fwk.Queue, nil
+	}
+	for _, r := range want {
+		if held.Count(r.Name) > 0 {
+			logger.V(5).Info("a pod holding the requested devices was deleted", "pod", klog.KObj(pod), "deletedPod", klog.KObj(deleted), "resource", r.Name)
+			return fwk.Queue, nil
+		}
+	}
+	logger.V(5).Info("deleted pod held none of the requested devices", "pod", klog.KObj(pod), "deletedPod", klog.KObj(deleted))
 	return fwk.QueueSkip, nil
 }
 

@@ -20,17 +20,24 @@ func TestEventsToRegister(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var targetPod bool
+	var targetPod, podDelete bool
 	for _, e := range events {
-		// Other pods' events can never resolve a DeviceFit rejection; the
-		// pending pod's own update can.
-		if e.Event.Resource == fwk.Pod || e.Event.Resource == fwk.AssignedPod || e.Event.Resource == fwk.UnscheduledPod {
+		// Of other pods only the departure of a bound one can resolve a
+		// DeviceFit rejection (candidates leaves full nodes out); the pending
+		// pod's own update can too.
+		switch {
+		case e.Event.Resource == fwk.AssignedPod && e.Event.ActionType == fwk.Delete:
+			podDelete = true
+		case e.Event.Resource == fwk.Pod || e.Event.Resource == fwk.AssignedPod || e.Event.Resource == fwk.UnscheduledPod:
 			t.Errorf("registered pod event %v", e.Event)
 		}
 		targetPod = targetPod || e.Event.Resource == fwk.TargetPod && e.Event.ActionType == fwk.Update
 		if e.QueueingHintFn == nil {
 			t.Errorf("event %v has no queueing hint", e.Event)
 		}
+	}
+	if !podDelete {
+		t.Error("no AssignedPod/Delete event: a pod whose nodes with room were left out by PreFilter would wait for the flush")
 	}
 	if !targetPod {
 		t.Error("no TargetPod/Update event: a corrected annotation would wait for the 5-minute flush")
@@ -149,6 +156,39 @@ func TestIsSchedulableAfterPodUpdate(t *testing.T) {
 			}
 			if got != tc.want {
 				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestIsSchedulableAfterPodDeleted(t *testing.T) {
+	logger, _ := ktesting.NewTestContext(t)
+	pl := newPlugin(t, defaultArgs(), nil)
+	pending := gpuPod("1", nil)
+	bound := func(res v1.ResourceName) *v1.Pod {
+		return st.MakePod().Name("gone").Node("n").Res(map[v1.ResourceName]string{res: "1"}).Obj()
+	}
+	tests := []struct {
+		name    string
+		pending *v1.Pod
+		deleted *v1.Pod
+		want    fwk.QueueingHint
+	}{
+		{name: "bound pod held the requested GPU", pending: pending, deleted: bound(devices.NVIDIAGPU), want: fwk.Queue},
+		{name: "bound pod held another device", pending: pending, deleted: bound("nvidia.com/mig-1g.10gb"), want: fwk.QueueSkip},
+		{name: "bound pod held no device", pending: pending, deleted: bound(v1.ResourceCPU), want: fwk.QueueSkip},
+		{name: "pod was never bound", pending: pending, deleted: st.MakePod().Name("gone").Res(map[v1.ResourceName]string{devices.NVIDIAGPU: "1"}).Obj(), want: fwk.QueueSkip},
+		{name: "pending pod wants no device", pending: st.MakePod().Name("cpu").Obj(), deleted: bound(devices.NVIDIAGPU), want: fwk.QueueSkip},
+		{name: "bound pod with a fractional device request", pending: pending, deleted: st.MakePod().Name("gone").Node("n").Res(map[v1.ResourceName]string{devices.NVIDIAGPU: "500m"}).Obj(), want: fwk.Queue},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := pl.isSchedulableAfterPodDeleted(logger, tt.pending, tt.deleted, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Errorf("got %v, want %v", got, tt.want)
 			}
 		})
 	}

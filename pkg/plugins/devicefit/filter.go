@@ -61,27 +61,44 @@ func (pl *DeviceFit) Filter(ctx context.Context, cycleState fwk.CycleState, pod 
 		return fwk.AsStatus(err)
 	}
 	node := nodeInfo.Node()
+	// The cache holds the node as PreFilter saw it; a node object it has not
+	// seen (a Filter call outside the cycle's PreFilter) is read directly.
+	cached := s.cache.Lookup(node)
 	if s.deviceFree {
-		if pl.hasDevices(nodeInfo) {
+		if cached != nil && cached.HasDevices() || cached == nil && pl.hasDevices(nodeInfo) {
 			pl.deviceNodeRejections.Inc()
 			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ReasonDeviceNode)
 		}
 		return nil
 	}
-	allocatable := nodeInfo.GetAllocatable().GetScalarResources()
-	for i := range s.labels {
-		name := s.demand[i].Name
-		if c, ok := node.Status.Capacity[name]; ok && allocatable[name] > c.Value() {
+	for i := range s.demand {
+		m, aboveCapacity := s.judge(cached, nodeInfo, i)
+		if aboveCapacity {
 			pl.capacityRejections.Inc()
 			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ReasonAllocatableAboveCapacity)
 		}
-		d := s.labels[i].Describe(node.Labels)
-		if m := s.selector.Match(&s.labels[i], d); m != devices.Match {
+		if m != devices.Match {
 			pl.mismatchRejections[m].Inc()
 			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, mismatchReasons[m])
 		}
 	}
 	return nil
+}
+
+// judge returns the selector's verdict on the node's devices of demand[i]
+// and whether the node advertises more of them than its capacity.
+func (s *preFilterState) judge(cached *devices.NodeDevices, nodeInfo fwk.NodeInfo, i int) (devices.Mismatch, bool) {
+	name := s.demand[i].Name
+	if cached != nil {
+		if d := cached.Find(name); d != nil {
+			return s.verdict(i, d), d.AboveCapacity()
+		}
+	}
+	node := nodeInfo.Node()
+	if c, ok := node.Status.Capacity[name]; ok && nodeInfo.GetAllocatable().GetScalarResources()[name] > c.Value() {
+		return devices.Match, true
+	}
+	return s.selector.Match(&s.labels[i], s.labels[i].Describe(node.Labels)), false
 }
 
 func (pl *DeviceFit) hasDevices(nodeInfo fwk.NodeInfo) bool {

@@ -37,16 +37,20 @@ func counterValue(t *testing.T, c k8smetrics.CounterMetric) float64 {
 }
 
 // TestRejectionMetrics: every rejection adds one to its reason, at PreFilter
-// once per attempt and at Filter once per node.
+// once per attempt and per node, whether PreFilter leaves the node out of its
+// result or Filter rejects it.
 func TestRejectionMetrics(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	l4 := gpuNode("l4", "NVIDIA-L4", "4", nil)
-	h100 := gpuNode("h100", "NVIDIA-H100-80GB-HBM3", "8", nil)
+	l4 := nodeInfo(gpuNode("l4", "NVIDIA-L4", "4", nil))
+	l4b := nodeInfo(gpuNode("l4-b", "NVIDIA-L4", "4", nil))
+	h100 := nodeInfo(gpuNode("h100", "NVIDIA-H100-80GB-HBM3", "8", nil))
+	h100Full := infoWith(gpuNode("h100", "NVIDIA-H100-80GB-HBM3", "8", nil), boundPod("a", "h100", "8", 0))
 	fractional := st.MakePod().Name("p").Res(map[v1.ResourceName]string{gpu: "500m"}).Obj()
+	h100Pod := gpuPod("1", map[string]string{devices.AnnotationProducts: "H100-80GB-HBM3"})
 	tests := []struct {
 		name   string
 		pod    *v1.Pod
-		filter []*v1.Node // nodes Filter runs on after a successful PreFilter
+		nodes  []fwk.NodeInfo
 		reason metrics.Reason
 		want   float64
 	}{
@@ -55,10 +59,14 @@ func TestRejectionMetrics(t *testing.T) {
 		{name: "above the largest node", pod: gpuPod("16", nil), reason: metrics.ReasonExceedsLargestNode, want: 1},
 		{name: "no node matches", pod: gpuPod("1", map[string]string{devices.AnnotationProducts: "B200"}), reason: metrics.ReasonNoMatchingNode, want: 1},
 		{
-			name:   "product mismatch on two nodes",
-			pod:    gpuPod("1", map[string]string{devices.AnnotationProducts: "H100-80GB-HBM3"}),
-			filter: []*v1.Node{l4, h100, l4},
-			reason: metrics.ReasonProduct, want: 2,
+			// PreFilter names h100 only; the L4 nodes are counted there.
+			name: "product mismatch on two nodes left out by PreFilter", pod: h100Pod,
+			nodes: []fwk.NodeInfo{l4, l4b, h100}, reason: metrics.ReasonProduct, want: 2,
+		},
+		{
+			// No node has room: PreFilter names none, Filter runs on all.
+			name: "product mismatch on two nodes rejected by Filter", pod: h100Pod,
+			nodes: []fwk.NodeInfo{l4, l4b, h100Full}, reason: metrics.ReasonProduct, want: 2,
 		},
 	}
 	for _, tc := range tests {
@@ -67,12 +75,18 @@ func TestRejectionMetrics(t *testing.T) {
 			counter := metrics.FilterRejections.WithLabelValues(string(tc.reason))
 			before := counterValue(t, counter)
 			state := framework.NewCycleState()
-			_, status := pl.PreFilter(ctx, state, tc.pod, nodeInfos(l4, h100))
-			for _, n := range tc.filter {
-				if !status.IsSuccess() {
-					t.Fatalf("PreFilter: %v", status)
+			nodes := tc.nodes
+			if nodes == nil {
+				nodes = []fwk.NodeInfo{l4, h100}
+			}
+			res, status := pl.PreFilter(ctx, state, tc.pod, nodes)
+			if status.IsSuccess() {
+				// As the framework does: Filter on PreFilter's nodes only.
+				for _, n := range nodes {
+					if res.AllNodes() || res.NodeNames.Has(n.Node().Name) {
+						pl.Filter(ctx, state, tc.pod, n)
+					}
 				}
-				pl.Filter(ctx, state, tc.pod, nodeInfo(n))
 			}
 			if got := counterValue(t, counter) - before; got != tc.want {
 				t.Errorf("devicefit_filter_rejections_total{reason=%q} grew by %v, want %v", tc.reason, got, tc.want)

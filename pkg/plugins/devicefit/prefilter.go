@@ -3,6 +3,7 @@ package devicefit
 import (
 	"context"
 	"fmt"
+	"iter"
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
@@ -13,11 +14,12 @@ import (
 	"github.com/devicefit/devicefit/pkg/metrics"
 )
 
-// PreFilter validates the pod's device requests and selector once per cycle.
-// Every rejection here is UnschedulableAndUnresolvable: no preemption and no
-// other pod's departure can fix a malformed request; the pod must change (or,
-// for a count above every node, a bigger node must join, which the node
-// queueing hints catch).
+// PreFilter validates the pod's device requests and selector once per cycle,
+// and names the nodes that can take the pod (PreFilterResult), so that every
+// plugin's Filter and Score run on those only. Every rejection here is
+// UnschedulableAndUnresolvable: no preemption and no other pod's departure
+// can fix a malformed request; the pod must change (or, for a count above
+// every node, a bigger node must join, which the node queueing hints catch).
 func (pl *DeviceFit) PreFilter(ctx context.Context, cycleState fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	s, status, reason := pl.computeState(pod, nodes)
 	if reason != "" {
@@ -27,7 +29,7 @@ func (pl *DeviceFit) PreFilter(ctx context.Context, cycleState fwk.CycleState, p
 		return nil, status
 	}
 	cycleState.Write(preFilterStateKey, s)
-	return nil, nil
+	return pl.candidates(s, pod, nodes), nil
 }
 
 // computeState builds the pod's preFilterState, or the status that rejects
@@ -39,7 +41,7 @@ func (pl *DeviceFit) computeState(pod *v1.Pod, nodes []fwk.NodeInfo) (*preFilter
 	}
 	if len(demand) == 0 {
 		if pl.policy == config.DeviceNodePolicyRequire {
-			return &preFilterState{deviceFree: true}, nil, ""
+			return &preFilterState{deviceFree: true, cache: pl.cache, kinds: pl.cache.Refresh(nodeObjects(nodes), true)}, nil, ""
 		}
 		// CPU pods pay nothing: Filter does not run for them.
 		return nil, fwk.NewStatus(fwk.Skip), ""
@@ -48,7 +50,12 @@ func (pl *DeviceFit) computeState(pod *v1.Pod, nodes []fwk.NodeInfo) (*preFilter
 	if err != nil {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error()), metrics.ReasonInvalidAnnotation
 	}
-	s := &preFilterState{demand: demand, selector: selector, labels: make([]devices.DeviceLabels, len(demand))}
+	s := &preFilterState{
+		demand: demand, selector: selector, cache: pl.cache,
+		labels:   make([]devices.DeviceLabels, len(demand)),
+		verdicts: make([][]devices.Mismatch, len(demand)),
+		kinds:    pl.cache.Refresh(nodeObjects(nodes), true),
+	}
 	for i, r := range demand {
 		s.labels[i] = devices.NewDeviceLabels(r.Name)
 		if len(pl.allowedCounts) > 0 && !slices.Contains(pl.allowedCounts, r.Count) {
@@ -60,11 +67,31 @@ func (pl *DeviceFit) computeState(pod *v1.Pod, nodes []fwk.NodeInfo) (*preFilter
 			// DynamicResources plugin decides from ResourceSlices.
 			continue
 		}
+		// A fleet has few kinds: match the selector once per kind, and
+		// Filter, checkOffers and candidates look the verdict up.
+		v := make([]devices.Mismatch, len(s.kinds))
+		for k := range s.kinds {
+			if s.kinds[k].Resource == r.Name {
+				v[k] = selector.Match(&s.labels[i], s.kinds[k].Device)
+			}
+		}
+		s.verdicts[i] = v
 		if status, reason := s.checkOffers(nodes, i); status != nil {
 			return nil, status, reason
 		}
 	}
 	return s, nil, ""
+}
+
+// nodeObjects iterates the node objects of the snapshot's node infos.
+func nodeObjects(nodes []fwk.NodeInfo) iter.Seq[*v1.Node] {
+	return func(yield func(*v1.Node) bool) {
+		for _, n := range nodes {
+			if !yield(n.Node()) {
+				return
+			}
+		}
+	}
 }
 
 // servedByDRA reports whether a DeviceClass maps the extended resource name
@@ -98,7 +125,7 @@ func (s *preFilterState) checkOffers(nodes []fwk.NodeInfo, i int) (*fwk.Status, 
 		if a > largest {
 			largest = a
 		}
-		if a > largestMatching && n.Node() != nil && s.selector.Match(labels, labels.Describe(n.Node().Labels)) == devices.Match {
+		if a > largestMatching && n.Node() != nil && s.matches(n.Node(), i, labels) {
 			largestMatching = a
 		}
 	}

@@ -3,6 +3,7 @@ package devicefit
 import (
 	"fmt"
 
+	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/devicefit/devicefit/pkg/devices"
@@ -17,8 +18,37 @@ type preFilterState struct {
 	// labels[i] holds the label keys describing demand[i].Name's devices.
 	labels   []devices.DeviceLabels
 	selector devices.Selector
+	// verdicts[i][k] is the selector's verdict on kind k (the kind table of
+	// DeviceFit's node cache in this cycle) for demand[i]; nil for a
+	// resource served by DRA, which DeviceFit leaves to DynamicResources.
+	verdicts [][]devices.Mismatch
 	// deviceFree marks a pod without devices under deviceNodePolicy Require.
 	deviceFree bool
+	// cache is the plugin's node cache, refreshed by this PreFilter; kinds
+	// is its kind table then (the index of verdicts[i]).
+	cache *devices.NodeCache
+	kinds []devices.DeviceKind
+}
+
+// matches reports whether node's devices of demand[i] pass the selector and
+// the MIG checks: from the cache when it holds this node object, else read
+// from the labels (a node the cache has not seen in PreFilter).
+func (s *preFilterState) matches(node *v1.Node, i int, labels *devices.DeviceLabels) bool {
+	if e := s.cache.Lookup(node); e != nil {
+		if d := e.Find(s.demand[i].Name); d != nil {
+			return s.verdict(i, d) == devices.Match
+		}
+	}
+	return s.selector.Match(labels, labels.Describe(node.Labels)) == devices.Match
+}
+
+// verdict is the selector's verdict on device d of a node for demand[i]:
+// looked up by kind, matched directly when d was not interned.
+func (s *preFilterState) verdict(i int, d *devices.NodeDevice) devices.Mismatch {
+	if v := s.verdicts[i]; d.Kind >= 0 && d.Kind < len(v) {
+		return v[d.Kind]
+	}
+	return s.selector.Match(&s.labels[i], d.Device)
 }
 
 // Clone implements fwk.StateData.

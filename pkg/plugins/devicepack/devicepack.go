@@ -32,9 +32,13 @@ var (
 	_ fwk.SignPlugin        = &DevicePack{}
 )
 
-// DevicePack is the plugin. Only the workload distribution changes after New.
+// DevicePack is the plugin. After New only the workload distribution, the
+// node cache and the cycle count change, the last two in PreScore alone.
 type DevicePack struct {
+	handle    fwk.Handle
 	resources devices.ResourceSet
+	cache     *devices.NodeCache
+	cycles    uint64
 	weights   weights
 	values    []productValue
 	workload  *workload
@@ -68,7 +72,9 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 		return nil, err
 	}
 	pl := &DevicePack{
+		handle:    h,
 		resources: set,
+		cache:     devices.NewNodeCache(set),
 		weights: weights{
 			fragmentation:     args.FragmentationWeight,
 			bestFit:           args.BestFitWeight,

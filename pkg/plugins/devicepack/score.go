@@ -3,6 +3,7 @@ package devicepack
 import (
 	"context"
 	"fmt"
+	"iter"
 	"math"
 
 	v1 "k8s.io/api/core/v1"
@@ -20,36 +21,27 @@ type preScoreState struct {
 	milliCPU    int64
 	memoryBytes int64
 	workload    *devices.Workload
-	// labels describe each device resource present on the candidate nodes.
-	labels map[v1.ResourceName]*devices.DeviceLabels
-	// nodes holds, per candidate node, its device resources as the labels
-	// describe them: read once here, so Score neither parses nor matches.
-	nodes map[string][]nodeDevice
+	// cache holds the candidates' devices as PreScore refreshed them; kinds
+	// is indexed by its kind ids.
+	cache *devices.NodeCache
+	kinds []kindInfo
 	// maxValue is the largest product value among the candidates (> 0).
 	maxValue int64
 }
 
-// nodeDevice is one device resource of a candidate node.
-type nodeDevice struct {
-	resource v1.ResourceName
-	device   devices.Device
-	value    int64
-	// kind is nil when the node has no free device of the resource: then
-	// nothing can be stranded there (F = 0 before and after).
-	kind *kindInfo
-}
-
+// kindInfo is what scoring needs of one kind of device, computed once per
+// pod instead of once per node.
 type kindInfo struct {
+	value int64
+	// accept is nil when no candidate has a free device of the kind: then
+	// nothing of it can be stranded (F = 0 before and after).
 	accept []bool
 	// pressure: expected devices of product-constrained demand left without
 	// room per device of this kind a placement takes.
 	pressure float64
-}
-
-// deviceKind is a device resource and what the node labels say about it.
-type deviceKind struct {
-	resource v1.ResourceName
-	device   devices.Device
+	free     int64
+	// candidate: some candidate node has devices of the kind.
+	candidate bool
 }
 
 // Clone implements fwk.StateData; the state is never modified.
@@ -84,9 +76,10 @@ func requests(pod *v1.Pod) (milliCPU, memoryBytes int64) {
 	return cpu.MilliValue(), mem.Value()
 }
 
-// PreScore prepares the pod's demand, the workload snapshot and the label
-// keys of the device resources on the candidate nodes, so Score neither
-// parses nor allocates.
+// PreScore prepares the pod's demand, the workload snapshot and, per kind of
+// device on the candidate nodes, its value, workload acceptance and scarcity
+// pressure, so Score neither parses nor allocates. The node cache reads a
+// node's labels only when the node object changed.
 func (pl *DevicePack) PreScore(_ context.Context, cycleState fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
 	demand, err := devices.PodDemand(pod, pl.resources)
 	if err != nil {
@@ -97,48 +90,77 @@ func (pl *DevicePack) PreScore(_ context.Context, cycleState fwk.CycleState, pod
 	if err != nil {
 		return fwk.AsStatus(fmt.Errorf("workload snapshot: %w", err))
 	}
-	s := &preScoreState{
-		demand: demand, workload: wl, maxValue: 1,
-		labels: map[v1.ResourceName]*devices.DeviceLabels{},
-		nodes:  make(map[string][]nodeDevice, len(nodes)),
-	}
+	s := &preScoreState{demand: demand, workload: wl, maxValue: 1, cache: pl.cache}
 	s.milliCPU, s.memoryBytes = requests(pod)
+	table := pl.refresh(nodes)
+	s.kinds = make([]kindInfo, len(table))
+	var withDevices bool
 	for _, n := range nodes {
-		node := n.Node()
-		if node == nil {
+		e := pl.cache.Lookup(n.Node())
+		if e == nil {
 			continue
 		}
-		for name, a := range n.GetAllocatable().GetScalarResources() {
-			if a <= 0 || !pl.resources.Contains(name) {
+		alloc, req := n.GetAllocatable().GetScalarResources(), n.GetRequested().GetScalarResources()
+		for i := range e.Devices {
+			d := &e.Devices[i]
+			a := alloc[d.Resource]
+			if a <= 0 {
 				continue
 			}
-			l, ok := s.labels[name]
-			if !ok {
-				keys := devices.NewDeviceLabels(name)
-				l = &keys
-				s.labels[name] = l
-			}
-			d := l.Describe(node.Labels)
-			v := pl.value(d)
+			withDevices = true
+			v := pl.value(d.Device)
 			s.maxValue = max(s.maxValue, v)
-			s.nodes[node.Name] = append(s.nodes[node.Name], nodeDevice{resource: name, device: d, value: v})
+			if d.Kind == devices.NoKind {
+				continue
+			}
+			k := &s.kinds[d.Kind]
+			k.value, k.candidate = v, true
+			if f := a - req[d.Resource]; f > 0 {
+				k.free += f
+			}
 		}
 	}
-	if len(s.nodes) == 0 {
+	if !withDevices {
 		// No candidate has devices: nothing to pack, nothing to strand.
 		return fwk.NewStatus(fwk.Skip)
 	}
 	if wl != nil {
-		s.computeKinds(nodes, pl.weights.scarcity > 0 && len(demand) > 0)
+		s.computeKinds(table, pl.weights.scarcity > 0 && len(demand) > 0)
 	}
 	cycleState.Write(preScoreStateKey, s)
 	return nil
 }
 
-// computeKinds groups the candidates' free devices by kind (what the labels
-// say about them; a fleet has few kinds) and computes, once per kind, which
-// workload classes accept it and its scarcity pressure. Score then looks the
-// kind up instead of matching every class selector on every node.
+// refresh brings the node cache up to the candidates and, every
+// fullRefreshEvery cycles, to the whole snapshot, so that deleted nodes are
+// forgotten (PreScore alone sees only the feasible ones).
+func (pl *DevicePack) refresh(nodes []fwk.NodeInfo) []devices.DeviceKind {
+	pl.cycles++
+	if pl.handle != nil && pl.cycles%fullRefreshEvery == 0 {
+		if all, err := pl.handle.SnapshotSharedLister().NodeInfos().List(); err == nil {
+			pl.cache.Refresh(nodeObjects(all), true)
+		}
+	}
+	return pl.cache.Refresh(nodeObjects(nodes), false)
+}
+
+// fullRefreshEvery: a deleted node's entry lives at most this many cycles.
+const fullRefreshEvery = 1024
+
+func nodeObjects(nodes []fwk.NodeInfo) iter.Seq[*v1.Node] {
+	return func(yield func(*v1.Node) bool) {
+		for _, n := range nodes {
+			if !yield(n.Node()) {
+				return
+			}
+		}
+	}
+}
+
+// computeKinds computes, once per kind with free devices among the
+// candidates (a fleet has few kinds), which workload classes accept it and
+// its scarcity pressure. Score then looks the kind up instead of matching
+// every class selector on every node.
 //
 // Pressure is what fragmentation alone does not see: to FGD a free T4 is
 // usable whoever takes it, so 1-GPU jobs without a selector happily fill the
@@ -147,31 +169,13 @@ func (pl *DevicePack) PreScore(_ context.Context, cycleState fwk.CycleState, pod
 // weight · (free devices) / (free devices it accepts): the expected devices
 // of its demand left without room. The candidates stand in for the cluster:
 // nodes that cannot take this pod rarely hold free devices anyway.
-func (s *preScoreState) computeKinds(nodes []fwk.NodeInfo, scarcity bool) {
-	free := map[deviceKind]int64{}
+func (s *preScoreState) computeKinds(table []devices.DeviceKind, scarcity bool) {
 	var total int64
-	for _, n := range nodes {
-		node := n.Node()
-		if node == nil {
-			continue
+	for k := range s.kinds {
+		if s.kinds[k].free > 0 {
+			total += s.kinds[k].free
+			s.kinds[k].accept = s.workload.Acceptance(table[k].Resource, table[k].Device)
 		}
-		alloc, req := n.GetAllocatable().GetScalarResources(), n.GetRequested().GetScalarResources()
-		for _, nd := range s.nodes[node.Name] {
-			if f := alloc[nd.resource] - req[nd.resource]; f > 0 {
-				total += f
-				free[deviceKind{resource: nd.resource, device: nd.device}] += f
-			}
-		}
-	}
-	kinds := make(map[deviceKind]*kindInfo, len(free))
-	for k := range free {
-		kinds[k] = &kindInfo{accept: s.workload.Acceptance(k.resource, k.device)}
-	}
-	for name, nds := range s.nodes {
-		for i := range nds {
-			nds[i].kind = kinds[deviceKind{resource: nds[i].resource, device: nds[i].device}]
-		}
-		s.nodes[name] = nds
 	}
 	if !scarcity {
 		return
@@ -182,15 +186,15 @@ func (s *preScoreState) computeKinds(nodes []fwk.NodeInfo, scarcity bool) {
 			continue
 		}
 		var supply int64
-		for k, f := range free {
-			if kinds[k].accept[i] {
-				supply += f
+		for k := range s.kinds {
+			if s.kinds[k].accept != nil && s.kinds[k].accept[i] {
+				supply += s.kinds[k].free
 			}
 		}
 		p := classes[i].Weight * float64(total) / float64(max(supply, 1))
-		for _, info := range kinds {
-			if info.accept[i] {
-				info.pressure += p
+		for k := range s.kinds {
+			if s.kinds[k].accept != nil && s.kinds[k].accept[i] {
+				s.kinds[k].pressure += p
 			}
 		}
 	}
@@ -230,33 +234,70 @@ func (pl *DevicePack) score(s *preScoreState, nodeInfo fwk.NodeInfo) int64 {
 	alloc, req := nodeInfo.GetAllocatable(), nodeInfo.GetRequested()
 	freeCPU := alloc.GetMilliCPU() - req.GetMilliCPU()
 	freeMem := alloc.GetMemory() - req.GetMemory()
-	nds := s.nodes[nodeInfo.Node().Name]
+	e := s.cache.Lookup(nodeInfo.Node())
+	if e == nil {
+		// Not a candidate PreScore saw (the framework scores only those):
+		// read it now, at the cost of allocating.
+		e = devices.ReadNodeDevices(nodeInfo.Node(), pl.resources)
+	}
 
 	var frag, fit, value, scarcity int64
-	for i := range nds {
-		nd := &nds[i]
-		a := alloc.GetScalarResources()[nd.resource]
-		used := req.GetScalarResources()[nd.resource]
-		take := s.demand.Count(nd.resource)
-		if nd.kind != nil {
-			delta := s.workload.StrandedDeltaWith(nd.kind.accept, devices.NodeFree{
-				Resource: nd.resource, Devices: a - used, MilliCPU: freeCPU, MemoryBytes: freeMem, Device: nd.device,
+	var hasDevices bool
+	for i := range e.Devices {
+		d := &e.Devices[i]
+		a := alloc.GetScalarResources()[d.Resource]
+		if a <= 0 {
+			continue
+		}
+		hasDevices = true
+		var k *kindInfo
+		if d.Kind >= 0 && d.Kind < len(s.kinds) {
+			k = &s.kinds[d.Kind]
+		}
+		used := req.GetScalarResources()[d.Resource]
+		take := s.demand.Count(d.Resource)
+		accept := s.acceptance(k, d)
+		if accept != nil {
+			delta := s.workload.StrandedDeltaWith(accept, devices.NodeFree{
+				Resource: d.Resource, Devices: a - used, MilliCPU: freeCPU, MemoryBytes: freeMem, Device: d.Device,
 			}, take, s.milliCPU, s.memoryBytes)
 			frag -= int64(math.Round(delta * 1000))
 		}
 		if take > 0 {
 			fit += (used + take) * 1000 / a
-			value += 1000 - nd.value*1000/s.maxValue
-			if nd.kind != nil {
-				scarcity -= int64(math.Round(nd.kind.pressure * float64(take) * 1000))
+			var v int64
+			if k != nil && k.candidate {
+				v = k.value
+			} else {
+				v = pl.value(d.Device)
+			}
+			value += 1000 - min(v, s.maxValue)*1000/s.maxValue
+			if k != nil {
+				scarcity -= int64(math.Round(k.pressure * float64(take) * 1000))
 			}
 		}
 	}
 	score := pl.weights.fragmentation*frag + pl.weights.bestFit*fit + pl.weights.productValue*value + pl.weights.scarcity*scarcity
-	if len(nds) > 0 && len(s.demand) == 0 {
+	if hasDevices && len(s.demand) == 0 {
 		score -= pl.weights.deviceNodePenalty * 1000
 	}
 	return score
+}
+
+// acceptance is the workload's acceptance of the node's devices d: the
+// kind's, computed in PreScore, or (devices past the kind bound) computed
+// here, allocating.
+func (s *preScoreState) acceptance(k *kindInfo, d *devices.NodeDevice) []bool {
+	if s.workload == nil {
+		return nil
+	}
+	if k != nil {
+		return k.accept
+	}
+	if d.Allocatable <= 0 {
+		return nil
+	}
+	return s.workload.Acceptance(d.Resource, d.Device)
 }
 
 // ScoreExtensions returns the plugin: it normalises its own scores.

@@ -1,0 +1,224 @@
+package devices
+
+import (
+	"iter"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// MaxKinds bounds the kinds a NodeCache interns. A fleet has a handful (one
+// per product and MIG profile); node labels that differ on every node (a
+// per-node count or memory) would otherwise grow the table with the fleet.
+// Past it, devices get NoKind and callers match them one node at a time.
+const MaxKinds = 1024
+
+// NoKind marks a device that was not interned (MaxKinds reached).
+const NoKind = -1
+
+// DeviceKind is a device resource and what a node's labels say about its
+// devices. Nodes of the same pool share one kind, so what a pod thinks of a
+// kind (selector verdict, workload acceptance) is computed once per kind
+// instead of once per node.
+type DeviceKind struct {
+	Resource v1.ResourceName
+	Device   Device
+}
+
+// NodeDevice is one device resource of a node, as its object says.
+type NodeDevice struct {
+	Resource v1.ResourceName
+	Device   Device
+	// Kind indexes the kinds returned by Refresh; NoKind if not interned.
+	Kind int
+	// Allocatable and Capacity are the node status counts (Capacity -1 when
+	// the status has none).
+	Allocatable, Capacity int64
+}
+
+// AboveCapacity reports a broken node status: more allocatable than
+// capacity, which a kubelet never derives (allocatable = capacity minus
+// reservations).
+func (d *NodeDevice) AboveCapacity() bool {
+	return d.Capacity >= 0 && d.Allocatable > d.Capacity
+}
+
+// NodeDevices is what a node object says about its device resources. It is
+// never modified once built: a changed node gets a new one.
+type NodeDevices struct {
+	node *v1.Node
+	// Devices holds every device resource in the node's allocatable or
+	// capacity (zero counts included: a stale MIG profile is still judged).
+	Devices []NodeDevice
+}
+
+// Find returns the node's device resource name, or nil.
+func (n *NodeDevices) Find(name v1.ResourceName) *NodeDevice {
+	for i := range n.Devices {
+		if n.Devices[i].Resource == name {
+			return &n.Devices[i]
+		}
+	}
+	return nil
+}
+
+// HasDevices reports whether any device resource has allocatable devices.
+func (n *NodeDevices) HasDevices() bool {
+	for i := range n.Devices {
+		if n.Devices[i].Allocatable > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// NodeCache remembers NodeDevices per node and reads a node's labels again
+// only when its object changes. The scheduler's snapshot hands out the same
+// *v1.Node until the node is updated (an informer update replaces the
+// object), so pointer identity is the change test: no generation to track,
+// no label to compare.
+//
+// Refresh is meant for one goroutine per scheduling cycle (PreFilter,
+// PreScore); Lookup is safe from the parallel Filter and Score goroutines.
+type NodeCache struct {
+	resources ResourceSet
+
+	mu      sync.RWMutex
+	nodes   map[string]*NodeDevices
+	kinds   []DeviceKind
+	kindIDs map[DeviceKind]int
+}
+
+// NewNodeCache returns an empty cache of the device resources in set.
+func NewNodeCache(set ResourceSet) *NodeCache {
+	c := &NodeCache{resources: set}
+	c.reset()
+	return c
+}
+
+func (c *NodeCache) reset() {
+	c.nodes = map[string]*NodeDevices{}
+	c.kinds = nil
+	c.kindIDs = map[DeviceKind]int{}
+}
+
+// Refresh brings the entries of nodes up to date and returns the kind table
+// (index = NodeDevice.Kind). The returned slice is never modified afterwards:
+// later kinds are appended to a new table or beyond its length. When all is
+// true, nodes is the whole cluster and entries of nodes not in it are
+// dropped; otherwise (a subset, as PreScore sees) nothing is dropped, and
+// the caller should pass all from time to time.
+func (c *NodeCache) Refresh(nodes iter.Seq[*v1.Node], all bool) []DeviceKind {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.kinds) >= MaxKinds {
+		// Labels churned through too many kinds: start over, so ids of kinds
+		// no node has any more stop costing memory and per-pod work.
+		c.reset()
+	}
+	var present int
+	for node := range nodes {
+		if node == nil {
+			continue
+		}
+		present++
+		if e, ok := c.nodes[node.Name]; ok && e.node == node {
+			continue
+		}
+		c.nodes[node.Name] = c.build(node)
+	}
+	if all && len(c.nodes) > present {
+		c.forgetAbsent(nodes)
+	}
+	return c.kinds
+}
+
+// forgetAbsent drops entries of deleted nodes: rare (the map only outgrows
+// the cluster when nodes leave), so the second pass over nodes is cheap.
+func (c *NodeCache) forgetAbsent(nodes iter.Seq[*v1.Node]) {
+	keep := make(map[string]struct{}, len(c.nodes))
+	for node := range nodes {
+		if node != nil {
+			keep[node.Name] = struct{}{}
+		}
+	}
+	for name := range c.nodes {
+		if _, ok := keep[name]; !ok {
+			delete(c.nodes, name)
+		}
+	}
+}
+
+// Lookup returns the entry of node if it was built from this very object
+// (Refresh saw it), else nil: callers then read the node themselves.
+func (c *NodeCache) Lookup(node *v1.Node) *NodeDevices {
+	if c == nil || node == nil {
+		return nil
+	}
+	c.mu.RLock()
+	e := c.nodes[node.Name]
+	c.mu.RUnlock()
+	if e == nil || e.node != node {
+		return nil
+	}
+	return e
+}
+
+// Len returns the number of nodes cached.
+func (c *NodeCache) Len() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.nodes)
+}
+
+// ReadNodeDevices reads a node without a cache: every device is NoKind.
+// For the rare node a cache has not seen; it allocates.
+func ReadNodeDevices(node *v1.Node, set ResourceSet) *NodeDevices {
+	return readNode(node, set, func(DeviceKind) int { return NoKind })
+}
+
+func (c *NodeCache) build(node *v1.Node) *NodeDevices {
+	return readNode(node, c.resources, c.intern)
+}
+
+func readNode(node *v1.Node, set ResourceSet, intern func(DeviceKind) int) *NodeDevices {
+	e := &NodeDevices{node: node}
+	if node == nil {
+		return e
+	}
+	add := func(name v1.ResourceName) {
+		if !set.Contains(name) || e.Find(name) != nil {
+			return
+		}
+		d := NodeDevice{Resource: name, Capacity: -1}
+		if q, ok := node.Status.Allocatable[name]; ok {
+			d.Allocatable = q.Value()
+		}
+		if q, ok := node.Status.Capacity[name]; ok {
+			d.Capacity = q.Value()
+		}
+		keys := NewDeviceLabels(name)
+		d.Device = keys.Describe(node.Labels)
+		d.Kind = intern(DeviceKind{Resource: name, Device: d.Device})
+		e.Devices = append(e.Devices, d)
+	}
+	for name := range node.Status.Allocatable {
+		add(name)
+	}
+	for name := range node.Status.Capacity {
+		add(name)
+	}
+	return e
+}
+
+func (c *NodeCache) intern(k DeviceKind) int {
+	if id, ok := c.kindIDs[k]; ok {
+		return id
+	}
+	if len(c.kinds) >= MaxKinds {
+		return NoKind
+	}
+	c.kinds = append(c.kinds, k)
+	c.kindIDs[k] = len(c.kinds) - 1
+	return len(c.kinds) - 1
+}

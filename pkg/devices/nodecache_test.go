@@ -1,0 +1,103 @@
+package devices
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func cacheNode(name, product string, alloc, capacity string) *v1.Node {
+	n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{LabelGPUProduct: product, LabelGPUMemory: "24576"}}}
+	n.Status.Allocatable = v1.ResourceList{NVIDIAGPU: resource.MustParse(alloc), v1.ResourceCPU: resource.MustParse("8")}
+	n.Status.Capacity = v1.ResourceList{NVIDIAGPU: resource.MustParse(capacity), v1.ResourceCPU: resource.MustParse("8"),
+		// A stale zero-capacity MIG profile: still described.
+		"nvidia.com/mig-1g.10gb": resource.MustParse("0")}
+	return n
+}
+
+func TestNodeCache(t *testing.T) {
+	set, err := NewResourceSet(DefaultResourcePatterns())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewNodeCache(set)
+	a, b := cacheNode("a", "NVIDIA-L4", "4", "4"), cacheNode("b", "NVIDIA-L4", "4", "2")
+	kinds := c.Refresh(slices.Values([]*v1.Node{a, b}), true)
+	if len(kinds) != 2 {
+		t.Fatalf("two nodes of one product, gpu and a MIG profile: want 2 kinds, got %v", kinds)
+	}
+	ea, eb := c.Lookup(a), c.Lookup(b)
+	if ea == nil || eb == nil {
+		t.Fatal("refreshed nodes not found")
+	}
+	ga, gb := ea.Find(NVIDIAGPU), eb.Find(NVIDIAGPU)
+	if ga.Kind != gb.Kind || kinds[ga.Kind].Device.Product != "NVIDIA-L4" || kinds[ga.Kind].Device.MemoryMiB != 24576 {
+		t.Errorf("same labels must share a kind: %+v %+v", ga, gb)
+	}
+	if ga.AboveCapacity() || !gb.AboveCapacity() {
+		t.Errorf("AboveCapacity: a %v (want false), b %v (want true)", ga.AboveCapacity(), gb.AboveCapacity())
+	}
+	if ea.Find(v1.ResourceCPU) != nil {
+		t.Error("cpu is not a device resource")
+	}
+	if mig := ea.Find("nvidia.com/mig-1g.10gb"); mig == nil || mig.Allocatable != 0 || mig.Capacity != 0 {
+		t.Errorf("stale MIG profile: got %+v", mig)
+	}
+	if !ea.HasDevices() {
+		t.Error("a has GPUs")
+	}
+
+	// An updated node is a new object: the old one is no longer served and
+	// the new one is read on the next Refresh.
+	a2 := a.DeepCopy()
+	a2.Labels[LabelGPUProduct] = "NVIDIA-L40S"
+	if c.Lookup(a2) != nil {
+		t.Error("an object the cache has not seen must not be served")
+	}
+	kinds = c.Refresh(slices.Values([]*v1.Node{a2, b}), true)
+	e := c.Lookup(a2)
+	if e == nil || kinds[e.Find(NVIDIAGPU).Kind].Device.Product != "NVIDIA-L40S" {
+		t.Fatalf("relabelled node: got %+v", e)
+	}
+	if c.Lookup(a) != nil {
+		t.Error("the replaced object is still served")
+	}
+
+	// A full Refresh forgets deleted nodes; a partial one keeps them.
+	c.Refresh(slices.Values([]*v1.Node{b}), false)
+	if c.Len() != 2 {
+		t.Errorf("partial refresh: want 2 nodes cached, got %d", c.Len())
+	}
+	c.Refresh(slices.Values([]*v1.Node{b}), true)
+	if c.Len() != 1 || c.Lookup(a2) != nil {
+		t.Errorf("full refresh: want only b cached, got %d", c.Len())
+	}
+}
+
+// TestNodeCacheKindBound: labels unique to every node cannot grow the kind
+// table past MaxKinds; devices past it are NoKind, and the table starts over
+// on the next Refresh.
+func TestNodeCacheKindBound(t *testing.T) {
+	set, _ := NewResourceSet([]string{string(NVIDIAGPU)})
+	c := NewNodeCache(set)
+	var nodes []*v1.Node
+	for i := range MaxKinds + 10 {
+		nodes = append(nodes, cacheNode(fmt.Sprint("n", i), fmt.Sprint("GPU-", i), "1", "1"))
+	}
+	kinds := c.Refresh(slices.Values(nodes), true)
+	if len(kinds) != MaxKinds {
+		t.Fatalf("want %d kinds, got %d", MaxKinds, len(kinds))
+	}
+	last := c.Lookup(nodes[len(nodes)-1]).Find(NVIDIAGPU)
+	if last.Kind != NoKind || last.Device.Product != fmt.Sprint("GPU-", MaxKinds+9) {
+		t.Errorf("past the bound: want NoKind with the device read, got %+v", last)
+	}
+	kinds = c.Refresh(slices.Values(nodes[:5]), true)
+	if len(kinds) != 5 || c.Len() != 5 {
+		t.Errorf("after the reset: want 5 kinds and 5 nodes, got %d and %d", len(kinds), c.Len())
+	}
+}

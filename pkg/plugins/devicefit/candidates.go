@@ -1,0 +1,155 @@
+package devicefit
+
+import (
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/devicefit/devicefit/pkg/devices"
+)
+
+// candidates returns the PreFilterResult naming the nodes that can take the
+// pod as far as its devices tell, or nil (all nodes). It is a superset of
+// the feasible nodes, never a guess: a node is left out only when DeviceFit's
+// Filter would reject it (selector, MIG setup, broken status, or devices on
+// a node a device-free pod must avoid) or when it can never hold the count,
+// or when its free devices are too few and preemption cannot free them
+// there. The framework treats a left-out node as UnschedulableAndUnresolvable,
+// so DefaultPreemption never considers it: a node that is full only of pods
+// the pod may preempt stays in.
+//
+// nil when no node qualifies, so that Filter and NodeResourcesFit explain
+// per node why the pod does not fit, and when nearly all do: the set and the
+// framework's look-up of each name then cost more than the filters saved.
+func (pl *DeviceFit) candidates(s *preFilterState, pod *v1.Pod, nodes []fwk.NodeInfo) *fwk.PreFilterResult {
+	if len(nodes) == 0 {
+		return nil
+	}
+	p := preemptor{
+		priority:   corev1helpers.PodPriority(pod),
+		canPreempt: pod.Spec.PreemptionPolicy == nil || *pod.Spec.PreemptionPolicy != v1.PreemptNever,
+	}
+	admitted := make([]bool, len(nodes))
+	var n int
+	var left [numExclusions]int
+	for j, ni := range nodes {
+		why := s.admits(ni, p)
+		if why == admitted_ {
+			admitted[j] = true
+			n++
+		}
+		left[why]++
+	}
+	if n == 0 || n*10 > len(nodes)*9 {
+		return nil
+	}
+	// Filter will not see the nodes left out: count the rejections it would
+	// have made there, so devicefit_filter_rejections_total keeps meaning
+	// "nodes turned away, per reason" whichever phase turned them away.
+	for m := range mismatchMetric {
+		if c := left[exclusion(m)]; m != int(devices.Match) && c > 0 {
+			pl.mismatchRejections[m].Add(float64(c))
+		}
+	}
+	if c := left[excludedAboveCapacity]; c > 0 {
+		pl.capacityRejections.Add(float64(c))
+	}
+	if c := left[excludedDeviceNode]; c > 0 {
+		pl.deviceNodeRejections.Add(float64(c))
+	}
+	names := make(sets.Set[string], n)
+	for j, ni := range nodes {
+		if admitted[j] {
+			names.Insert(ni.Node().Name)
+		}
+	}
+	return &fwk.PreFilterResult{NodeNames: names}
+}
+
+// exclusion says why candidates leaves a node out: below numMismatches it is
+// the selector's devices.Mismatch, so the reasons line up with Filter's.
+type exclusion uint8
+
+const (
+	// admitted_ shares devices.Match's value: no mismatch, no exclusion.
+	admitted_ exclusion = exclusion(devices.Match)
+	// numMismatches follows the last devices.Mismatch.
+	numMismatches         = exclusion(len(mismatchMetric))
+	excludedAboveCapacity = numMismatches
+	excludedDeviceNode    = numMismatches + 1
+	// excludedRoom: too few devices, allocatable or free; NodeResourcesFit's
+	// reason, not DeviceFit's, so it is not counted as a DeviceFit rejection.
+	excludedRoom  = numMismatches + 2
+	numExclusions = numMismatches + 3
+)
+
+type preemptor struct {
+	priority   int32
+	canPreempt bool
+}
+
+// admits says whether the node may take the pod: DeviceFit's Filter passes,
+// the allocatable of each requested device resource covers the count, and
+// the free devices do too unless the node runs a pod of lower priority that
+// preemption could evict. A node the cache did not see is admitted: Filter
+// judges it.
+func (s *preFilterState) admits(ni fwk.NodeInfo, p preemptor) exclusion {
+	node := ni.Node()
+	if node == nil {
+		return excludedRoom
+	}
+	e := s.cache.Lookup(node)
+	if e == nil {
+		return admitted_
+	}
+	if s.deviceFree {
+		if e.HasDevices() {
+			return excludedDeviceNode
+		}
+		return admitted_
+	}
+	var requested map[v1.ResourceName]int64
+	for i, r := range s.demand {
+		if s.verdicts[i] == nil {
+			// Served by DRA: DynamicResources decides.
+			continue
+		}
+		d := e.Find(r.Name)
+		if d == nil {
+			return excludedRoom
+		}
+		// Filter's order: a broken status first, then the selector.
+		if d.AboveCapacity() {
+			return excludedAboveCapacity
+		}
+		if m := s.verdict(i, d); m != devices.Match {
+			return exclusion(m)
+		}
+		if d.Allocatable < r.Count {
+			return excludedRoom
+		}
+		if requested == nil {
+			requested = ni.GetRequested().GetScalarResources()
+		}
+		if d.Allocatable-requested[r.Name] < r.Count && !p.mayPreemptOn(ni) {
+			return excludedRoom
+		}
+	}
+	return admitted_
+}
+
+// mayPreemptOn reports whether preemption could free anything on the node
+// for the pod: some pod there has a lower priority. A superset of what
+// DefaultPreemption would find (PDBs and the devices those pods hold aside).
+func (p preemptor) mayPreemptOn(ni fwk.NodeInfo) bool {
+	if !p.canPreempt {
+		return false
+	}
+	for _, pi := range ni.GetPods() {
+		if corev1helpers.PodPriority(pi.GetPod()) < p.priority {
+			return true
+		}
+	}
+	return false
+}

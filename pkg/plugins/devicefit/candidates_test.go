@@ -1,0 +1,194 @@
+package devicefit
+
+import (
+	"sort"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2/ktesting"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+
+	"github.com/devicefit/devicefit/pkg/apis/config"
+	"github.com/devicefit/devicefit/pkg/devices"
+)
+
+// boundPod holds n GPUs on node at priority prio.
+func boundPod(name, node, n string, prio int32) *v1.Pod {
+	return st.MakePod().Name(name).UID(name).Node(node).Priority(prio).
+		Res(map[v1.ResourceName]string{gpu: n}).Obj()
+}
+
+// infoWith is a node info of n with pods bound to it.
+func infoWith(n *v1.Node, pods ...*v1.Pod) fwk.NodeInfo {
+	ni := framework.NewNodeInfo(pods...)
+	ni.SetNode(n)
+	return ni
+}
+
+// TestPreFilterResult: PreFilter names the nodes that can take the pod, a
+// superset of the feasible ones, and nil when that would name none or
+// nearly all.
+func TestPreFilterResult(t *testing.T) {
+	mig := st.MakeNode().Name("mig").Label(devices.LabelMIGStrategy, "mixed").
+		Capacity(map[v1.ResourceName]string{"nvidia.com/mig-1g.10gb": "7"}).Obj()
+	broken := gpuNode("broken", "NVIDIA-L4", "4", nil)
+	// The wrapper shares one list between capacity and allocatable.
+	broken.Status.Capacity = broken.Status.Capacity.DeepCopy()
+	broken.Status.Capacity[gpu] = resource.MustParse("2")
+	cpu := st.MakeNode().Name("cpu").Capacity(map[v1.ResourceName]string{v1.ResourceCPU: "64"}).Obj()
+	// A fleet: two H100 nodes (one full), two L4 nodes (one half full), a
+	// MIG node, a broken node, and CPU-only nodes enough that a narrowed
+	// set is worth returning.
+	fleet := func(fullH100Prio int32) []fwk.NodeInfo {
+		h100Full := gpuNode("h100-full", "NVIDIA-H100-80GB-HBM3", "8", nil)
+		l4Half := gpuNode("l4-half", "NVIDIA-L4", "4", nil)
+		out := []fwk.NodeInfo{
+			nodeInfo(gpuNode("h100", "NVIDIA-H100-80GB-HBM3", "8", nil)),
+			infoWith(h100Full, boundPod("a", "h100-full", "8", fullH100Prio)),
+			nodeInfo(gpuNode("l4", "NVIDIA-L4", "4", nil)),
+			infoWith(l4Half, boundPod("b", "l4-half", "2", 0)),
+			nodeInfo(mig), nodeInfo(broken), nodeInfo(cpu),
+		}
+		for _, name := range []string{"cpu-2", "cpu-3", "cpu-4"} {
+			out = append(out, nodeInfo(st.MakeNode().Name(name).Capacity(map[v1.ResourceName]string{v1.ResourceCPU: "64"}).Obj()))
+		}
+		return out
+	}
+	tests := []struct {
+		name    string
+		args    *config.DeviceFitArgs
+		pod     *v1.Pod
+		prio    int32 // priority of the pod filling h100-full
+		want    []string
+		wantAll bool
+		// mutate changes the fleet before PreFilter.
+		mutate func(nodes []fwk.NodeInfo)
+	}{
+		{name: "any gpu: every node with a free one", pod: gpuPod("1", nil), want: []string{"h100", "l4", "l4-half"}},
+		{name: "3 gpus: l4-half has 2 free", pod: gpuPod("3", nil), want: []string{"h100", "l4"}},
+		{name: "product selector", pod: gpuPod("1", map[string]string{devices.AnnotationProducts: "NVIDIA-L4"}), want: []string{"l4", "l4-half"}},
+		{
+			name: "a full node stays when a lower-priority pod there can be preempted",
+			pod:  st.MakePod().Name("p").Priority(100).Res(map[v1.ResourceName]string{gpu: "8"}).Obj(),
+			prio: 10, want: []string{"h100", "h100-full"},
+		},
+		{
+			name: "not when the pod never preempts",
+			pod: st.MakePod().Name("p").Priority(100).PreemptionPolicy(v1.PreemptNever).
+				Res(map[v1.ResourceName]string{gpu: "8"}).Obj(),
+			prio: 10, want: []string{"h100"},
+		},
+		{
+			name: "nor when the pods there have the same priority",
+			pod:  st.MakePod().Name("p").Priority(100).Res(map[v1.ResourceName]string{gpu: "8"}).Obj(),
+			prio: 100, want: []string{"h100"},
+		},
+		{name: "mig slice: the mixed-strategy node", pod: st.MakePod().Name("p").Res(map[v1.ResourceName]string{"nvidia.com/mig-1g.10gb": "1"}).Obj(), want: []string{"mig"}},
+		{
+			name: "device-free pod under Require: nodes without devices",
+			args: &config.DeviceFitArgs{DeviceResources: devices.DefaultResourcePatterns(), DeviceNodePolicy: config.DeviceNodePolicyRequire},
+			pod:  st.MakePod().Name("p").Res(map[v1.ResourceName]string{v1.ResourceCPU: "1"}).Obj(),
+			want: []string{"cpu", "cpu-2", "cpu-3", "cpu-4"},
+		},
+		{
+			// No node has 4 free L4s and 4 L4 devices exist only on full or
+			// broken nodes: nil, so that Filter and NodeResourcesFit say why.
+			name: "none qualifies: all nodes, for the reasons per node", pod: gpuPod("4", map[string]string{devices.AnnotationProducts: "NVIDIA-L4"}),
+			wantAll: true,
+			mutate: func(nodes []fwk.NodeInfo) {
+				// Fill l4 too, so that no L4 node has 4 free.
+				nodes[2] = infoWith(nodes[2].Node(), boundPod("c", "l4", "1", 0))
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			args := tt.args
+			if args == nil {
+				args = defaultArgs()
+			}
+			pl := newPlugin(t, args, nil)
+			nodes := fleet(tt.prio)
+			if tt.mutate != nil {
+				tt.mutate(nodes)
+			}
+			res, status := pl.PreFilter(ctx, framework.NewCycleState(), tt.pod, nodes)
+			if !status.IsSuccess() {
+				t.Fatalf("PreFilter: %v", status)
+			}
+			if tt.wantAll {
+				if !res.AllNodes() {
+					t.Fatalf("want all nodes, got %v", sets.List(res.NodeNames))
+				}
+				return
+			}
+			if res.AllNodes() {
+				t.Fatalf("want %v, got all nodes", tt.want)
+			}
+			got := sets.List(res.NodeNames)
+			sort.Strings(tt.want)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("nodes (-want +got):\n%s", diff)
+			}
+			// A superset of the feasible nodes: every node left out is one
+			// DeviceFit's Filter rejects or whose free devices are too few.
+			for _, ni := range nodes {
+				if res.NodeNames.Has(ni.Node().Name) {
+					continue
+				}
+				if pl.Filter(ctx, stateOf(t, pl, tt.pod, nodes), tt.pod, ni).IsSuccess() && freeFor(ni, tt.pod, pl) {
+					t.Errorf("node %s left out, but DeviceFit's Filter passes and it has room", ni.Node().Name)
+				}
+			}
+		})
+	}
+}
+
+// TestPreFilterResultNearlyAll: a set naming nearly every node is not worth
+// returning.
+func TestPreFilterResultNearlyAll(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	pl := newPlugin(t, defaultArgs(), nil)
+	var nodes []fwk.NodeInfo
+	for _, name := range []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"} {
+		nodes = append(nodes, nodeInfo(gpuNode(name, "NVIDIA-L4", "4", nil)))
+	}
+	nodes = append(nodes, nodeInfo(st.MakeNode().Name("cpu").Capacity(map[v1.ResourceName]string{v1.ResourceCPU: "64"}).Obj()))
+	res, status := pl.PreFilter(ctx, framework.NewCycleState(), gpuPod("1", nil), nodes)
+	if !status.IsSuccess() {
+		t.Fatal(status)
+	}
+	if !res.AllNodes() {
+		t.Errorf("10 of 11 nodes qualify: want all nodes, got %v", sets.List(res.NodeNames))
+	}
+}
+
+func stateOf(t *testing.T, pl *DeviceFit, pod *v1.Pod, nodes []fwk.NodeInfo) fwk.CycleState {
+	t.Helper()
+	_, ctx := ktesting.NewTestContext(t)
+	cs := framework.NewCycleState()
+	if _, status := pl.PreFilter(ctx, cs, pod, nodes); !status.IsSuccess() {
+		t.Fatal(status)
+	}
+	return cs
+}
+
+// freeFor reports whether the node's free devices cover the pod's requests.
+func freeFor(ni fwk.NodeInfo, pod *v1.Pod, pl *DeviceFit) bool {
+	demand, err := devices.PodDemand(pod, pl.resources)
+	if err != nil {
+		return false
+	}
+	for _, r := range demand {
+		if ni.GetAllocatable().GetScalarResources()[r.Name]-ni.GetRequested().GetScalarResources()[r.Name] < r.Count {
+			return false
+		}
+	}
+	return true
+}
