@@ -103,12 +103,14 @@ func (c *NodeCache) reset() {
 }
 
 // Refresh brings the entries of nodes up to date and returns the kind table
-// (index = NodeDevice.Kind). The returned slice is never modified afterwards:
-// later kinds are appended to a new table or beyond its length. When all is
-// true, nodes is the whole cluster and entries of nodes not in it are
-// dropped; otherwise (a subset, as PreScore sees) nothing is dropped, and
-// the caller should pass all from time to time.
-func (c *NodeCache) Refresh(nodes iter.Seq[*v1.Node], all bool) []DeviceKind {
+// (index = NodeDevice.Kind) and the entries in the order of nodes, appended
+// to out[:0] (nil for a nil node), so that a caller walking the same nodes
+// needs no Lookup. The kind table is never modified afterwards: later kinds
+// are appended to a new table or beyond its length. When all is true, nodes
+// is the whole cluster and entries of nodes not in it are dropped;
+// otherwise (a subset, as PreScore sees) nothing is dropped, and the caller
+// should pass all from time to time.
+func (c *NodeCache) Refresh(nodes iter.Seq[*v1.Node], all bool, out []*NodeDevices) ([]DeviceKind, []*NodeDevices) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.kinds) >= MaxKinds {
@@ -116,21 +118,25 @@ func (c *NodeCache) Refresh(nodes iter.Seq[*v1.Node], all bool) []DeviceKind {
 		// no node has any more stop costing memory and per-pod work.
 		c.reset()
 	}
+	out = out[:0]
 	var present int
 	for node := range nodes {
 		if node == nil {
+			out = append(out, nil)
 			continue
 		}
 		present++
-		if e, ok := c.nodes[node.Name]; ok && e.node == node {
-			continue
+		e, ok := c.nodes[node.Name]
+		if !ok || e.node != node {
+			e = c.build(node)
+			c.nodes[node.Name] = e
 		}
-		c.nodes[node.Name] = c.build(node)
+		out = append(out, e)
 	}
 	if all && len(c.nodes) > present {
 		c.forgetAbsent(nodes)
 	}
-	return c.kinds
+	return c.kinds, out
 }
 
 // forgetAbsent drops entries of deleted nodes: rare (the map only outgrows

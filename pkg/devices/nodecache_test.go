@@ -26,11 +26,15 @@ func TestNodeCache(t *testing.T) {
 	}
 	c := NewNodeCache(set)
 	a, b := cacheNode("a", "NVIDIA-L4", "4", "4"), cacheNode("b", "NVIDIA-L4", "4", "2")
-	kinds := c.Refresh(slices.Values([]*v1.Node{a, b}), true)
+	kinds, _ := c.Refresh(slices.Values([]*v1.Node{a, b}), true, nil)
 	if len(kinds) != 2 {
 		t.Fatalf("two nodes of one product, gpu and a MIG profile: want 2 kinds, got %v", kinds)
 	}
+	_, entries := c.Refresh(slices.Values([]*v1.Node{b, nil, a}), true, nil)
 	ea, eb := c.Lookup(a), c.Lookup(b)
+	if len(entries) != 3 || entries[0] != eb || entries[1] != nil || entries[2] != ea {
+		t.Errorf("entries must follow the nodes' order: got %v", entries)
+	}
 	if ea == nil || eb == nil {
 		t.Fatal("refreshed nodes not found")
 	}
@@ -58,7 +62,7 @@ func TestNodeCache(t *testing.T) {
 	if c.Lookup(a2) != nil {
 		t.Error("an object the cache has not seen must not be served")
 	}
-	kinds = c.Refresh(slices.Values([]*v1.Node{a2, b}), true)
+	kinds, _ = c.Refresh(slices.Values([]*v1.Node{a2, b}), true, nil)
 	e := c.Lookup(a2)
 	if e == nil || kinds[e.Find(NVIDIAGPU).Kind].Device.Product != "NVIDIA-L40S" {
 		t.Fatalf("relabelled node: got %+v", e)
@@ -68,11 +72,11 @@ func TestNodeCache(t *testing.T) {
 	}
 
 	// A full Refresh forgets deleted nodes; a partial one keeps them.
-	c.Refresh(slices.Values([]*v1.Node{b}), false)
+	c.Refresh(slices.Values([]*v1.Node{b}), false, nil)
 	if c.Len() != 2 {
 		t.Errorf("partial refresh: want 2 nodes cached, got %d", c.Len())
 	}
-	c.Refresh(slices.Values([]*v1.Node{b}), true)
+	c.Refresh(slices.Values([]*v1.Node{b}), true, nil)
 	if c.Len() != 1 || c.Lookup(a2) != nil {
 		t.Errorf("full refresh: want only b cached, got %d", c.Len())
 	}
@@ -88,7 +92,7 @@ func TestNodeCacheKindBound(t *testing.T) {
 	for i := range MaxKinds + 10 {
 		nodes = append(nodes, cacheNode(fmt.Sprint("n", i), fmt.Sprint("GPU-", i), "1", "1"))
 	}
-	kinds := c.Refresh(slices.Values(nodes), true)
+	kinds, _ := c.Refresh(slices.Values(nodes), true, nil)
 	if len(kinds) != MaxKinds {
 		t.Fatalf("want %d kinds, got %d", MaxKinds, len(kinds))
 	}
@@ -96,7 +100,7 @@ func TestNodeCacheKindBound(t *testing.T) {
 	if last.Kind != NoKind || last.Device.Product != fmt.Sprint("GPU-", MaxKinds+9) {
 		t.Errorf("past the bound: want NoKind with the device read, got %+v", last)
 	}
-	kinds = c.Refresh(slices.Values(nodes[:5]), true)
+	kinds, _ = c.Refresh(slices.Values(nodes[:5]), true, nil)
 	if len(kinds) != 5 || c.Len() != 5 {
 		t.Errorf("after the reset: want 5 kinds and 5 nodes, got %d and %d", len(kinds), c.Len())
 	}

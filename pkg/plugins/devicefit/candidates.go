@@ -2,6 +2,7 @@ package devicefit
 
 import (
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -34,14 +35,14 @@ func (pl *DeviceFit) candidates(s *preFilterState, pod *v1.Pod, nodes []fwk.Node
 	var n int
 	var left [numExclusions]int
 	for j, ni := range nodes {
-		why := s.admits(ni, p)
+		why := s.admits(ni, s.entries[j], p)
 		if why == admitted_ {
 			admitted[j] = true
 			n++
 		}
 		left[why]++
 	}
-	if n == 0 || n*10 > len(nodes)*9 {
+	if n == 0 || n*10 > len(nodes)*9 || !anyPinnedAdmitted(pod, nodes, admitted) {
 		return nil
 	}
 	// Filter will not see the nodes left out: count the rejections it would
@@ -65,6 +66,56 @@ func (pl *DeviceFit) candidates(s *preFilterState, pod *v1.Pod, nodes []fwk.Node
 		}
 	}
 	return &fwk.PreFilterResult{NodeNames: names}
+}
+
+// anyPinnedAdmitted reports whether some node the pod's required node
+// affinity names (metadata.name, which makes NodeAffinity return a
+// PreFilterResult of its own) is admitted; true when it names none. The
+// framework intersects the plugins' results, and an empty intersection
+// fails the pod with "didn't satisfy plugin(s) [DeviceFit NodeAffinity]
+// simultaneously" and no word on the node: better name all nodes then, and
+// let Filter say what is wrong with the pinned one.
+func anyPinnedAdmitted(pod *v1.Pod, nodes []fwk.NodeInfo, admitted []bool) bool {
+	pinned := pinnedNodes(pod)
+	if pinned == nil {
+		return true
+	}
+	for j, ni := range nodes {
+		if admitted[j] && pinned.Has(ni.Node().Name) {
+			return true
+		}
+	}
+	return false
+}
+
+// pinnedNodes is the union, over the required node selector terms, of the
+// node names each term's metadata.name In requirements allow (their
+// intersection); nil when some term does not name nodes, as NodeAffinity's
+// PreFilter reads it.
+func pinnedNodes(pod *v1.Pod) sets.Set[string] {
+	a := pod.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return nil
+	}
+	var names sets.Set[string]
+	for _, t := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		var term sets.Set[string]
+		for _, r := range t.MatchFields {
+			if r.Key != metav1.ObjectNameField || r.Operator != v1.NodeSelectorOpIn {
+				continue
+			}
+			if term == nil {
+				term = sets.New(r.Values...)
+			} else {
+				term = term.Intersection(sets.New(r.Values...))
+			}
+		}
+		if term == nil {
+			return nil
+		}
+		names = names.Union(term)
+	}
+	return names
 }
 
 // exclusion says why candidates leaves a node out: below numMismatches it is
@@ -94,12 +145,10 @@ type preemptor struct {
 // the free devices do too unless the node runs a pod of lower priority that
 // preemption could evict. A node the cache did not see is admitted: Filter
 // judges it.
-func (s *preFilterState) admits(ni fwk.NodeInfo, p preemptor) exclusion {
-	node := ni.Node()
-	if node == nil {
+func (s *preFilterState) admits(ni fwk.NodeInfo, e *devices.NodeDevices, p preemptor) exclusion {
+	if ni.Node() == nil {
 		return excludedRoom
 	}
-	e := s.cache.Lookup(node)
 	if e == nil {
 		return admitted_
 	}

@@ -59,6 +59,15 @@ func TestPreFilterResult(t *testing.T) {
 		}
 		return out
 	}
+	pinned := func(node string, annotations map[string]string) *v1.Pod {
+		p := gpuPod("1", annotations)
+		p.Spec.Affinity = &v1.Affinity{NodeAffinity: &v1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &v1.NodeSelector{
+			NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchFields: []v1.NodeSelectorRequirement{
+				{Key: "metadata.name", Operator: v1.NodeSelectorOpIn, Values: []string{node}},
+			}}},
+		}}}
+		return p
+	}
 	tests := []struct {
 		name    string
 		args    *config.DeviceFitArgs
@@ -94,6 +103,13 @@ func TestPreFilterResult(t *testing.T) {
 			args: &config.DeviceFitArgs{DeviceResources: devices.DefaultResourcePatterns(), DeviceNodePolicy: config.DeviceNodePolicyRequire},
 			pod:  st.MakePod().Name("p").Res(map[v1.ResourceName]string{v1.ResourceCPU: "1"}).Obj(),
 			want: []string{"cpu", "cpu-2", "cpu-3", "cpu-4"},
+		},
+		{name: "pinned to an admitted node", pod: pinned("l4", nil), want: []string{"h100", "l4", "l4-half"}},
+		{
+			// NodeAffinity names only h100; the intersection would be empty
+			// and the pod would fail without a word on h100.
+			name: "pinned to a node left out: all nodes, so Filter says why", wantAll: true,
+			pod: pinned("h100", map[string]string{devices.AnnotationProducts: "NVIDIA-L4"}),
 		},
 		{
 			// No node has 4 free L4s and 4 L4 devices exist only on full or

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
@@ -37,7 +38,8 @@ var (
 	_ fwk.PostBindPlugin    = &DeviceFit{}
 )
 
-// DeviceFit is the plugin. Its fields are set once by New and never change.
+// DeviceFit is the plugin. Its fields are set once by New and never change,
+// but for the node cache and PreFilter's scratch slice.
 type DeviceFit struct {
 	handle    fwk.Handle
 	resources devices.ResourceSet
@@ -58,6 +60,9 @@ type DeviceFit struct {
 	// cache holds what each node's labels say about its devices, read again
 	// only when the node object changes (PreFilter refreshes it).
 	cache *devices.NodeCache
+	// scratch holds PreFilter's cache entries, reused from cycle to cycle.
+	scratchMu sync.Mutex
+	scratch   []*devices.NodeDevices
 	// nodes reads the product of a bound pod's node in PostBind; nil when the
 	// framework has no informer factory (some tests, embedders).
 	nodes corelisters.NodeLister

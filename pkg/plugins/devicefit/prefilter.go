@@ -21,6 +21,10 @@ import (
 // can fix a malformed request; the pod must change (or, for a count above
 // every node, a bigger node must join, which the node queueing hints catch).
 func (pl *DeviceFit) PreFilter(ctx context.Context, cycleState fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	// The cycle's walks over all nodes share one slice of cache entries,
+	// aligned with nodes; cycles are serial, the lock only guards misuse.
+	pl.scratchMu.Lock()
+	defer pl.scratchMu.Unlock()
 	s, status, reason := pl.computeState(pod, nodes)
 	if reason != "" {
 		pl.rejections[reason].Inc()
@@ -29,7 +33,18 @@ func (pl *DeviceFit) PreFilter(ctx context.Context, cycleState fwk.CycleState, p
 		return nil, status
 	}
 	cycleState.Write(preFilterStateKey, s)
-	return pl.candidates(s, pod, nodes), nil
+	res := pl.candidates(s, pod, nodes)
+	// Filter must not use the entries: the next cycle reuses the slice.
+	s.entries = nil
+	return res, nil
+}
+
+// refresh brings the node cache up to the cycle's nodes and returns its
+// kind table and the nodes' entries (in pl.scratch).
+func (pl *DeviceFit) refresh(nodes []fwk.NodeInfo) ([]devices.DeviceKind, []*devices.NodeDevices) {
+	kinds, entries := pl.cache.Refresh(nodeObjects(nodes), true, pl.scratch)
+	pl.scratch = entries
+	return kinds, entries
 }
 
 // computeState builds the pod's preFilterState, or the status that rejects
@@ -41,7 +56,9 @@ func (pl *DeviceFit) computeState(pod *v1.Pod, nodes []fwk.NodeInfo) (*preFilter
 	}
 	if len(demand) == 0 {
 		if pl.policy == config.DeviceNodePolicyRequire {
-			return &preFilterState{deviceFree: true, cache: pl.cache, kinds: pl.cache.Refresh(nodeObjects(nodes), true)}, nil, ""
+			s := &preFilterState{deviceFree: true, cache: pl.cache}
+			s.kinds, s.entries = pl.refresh(nodes)
+			return s, nil, ""
 		}
 		// CPU pods pay nothing: Filter does not run for them.
 		return nil, fwk.NewStatus(fwk.Skip), ""
@@ -54,8 +71,8 @@ func (pl *DeviceFit) computeState(pod *v1.Pod, nodes []fwk.NodeInfo) (*preFilter
 		demand: demand, selector: selector, cache: pl.cache,
 		labels:   make([]devices.DeviceLabels, len(demand)),
 		verdicts: make([][]devices.Mismatch, len(demand)),
-		kinds:    pl.cache.Refresh(nodeObjects(nodes), true),
 	}
+	s.kinds, s.entries = pl.refresh(nodes)
 	for i, r := range demand {
 		s.labels[i] = devices.NewDeviceLabels(r.Name)
 		if len(pl.allowedCounts) > 0 && !slices.Contains(pl.allowedCounts, r.Count) {
@@ -120,12 +137,20 @@ func (pl *DeviceFit) servedByDRA(name v1.ResourceName) bool {
 func (s *preFilterState) checkOffers(nodes []fwk.NodeInfo, i int) (*fwk.Status, metrics.Reason) {
 	r, labels := s.demand[i], &s.labels[i]
 	var largest, largestMatching int64
-	for _, n := range nodes {
-		a := n.GetAllocatable().GetScalarResources()[r.Name]
+	for j, n := range nodes {
+		var a int64
+		var d *devices.NodeDevice
+		if e := s.entries[j]; e != nil {
+			if d = e.Find(r.Name); d != nil {
+				a = d.Allocatable
+			}
+		} else {
+			a = n.GetAllocatable().GetScalarResources()[r.Name]
+		}
 		if a > largest {
 			largest = a
 		}
-		if a > largestMatching && n.Node() != nil && s.matches(n.Node(), i, labels) {
+		if a > largestMatching && s.matchesNode(n.Node(), d, i, labels) {
 			largestMatching = a
 		}
 	}

@@ -28,18 +28,19 @@ type preFilterState struct {
 	// is its kind table then (the index of verdicts[i]).
 	cache *devices.NodeCache
 	kinds []devices.DeviceKind
+	// entries are the cache entries of PreFilter's nodes, in their order;
+	// PreFilter only (nil afterwards).
+	entries []*devices.NodeDevices
 }
 
-// matches reports whether node's devices of demand[i] pass the selector and
-// the MIG checks: from the cache when it holds this node object, else read
-// from the labels (a node the cache has not seen in PreFilter).
-func (s *preFilterState) matches(node *v1.Node, i int, labels *devices.DeviceLabels) bool {
-	if e := s.cache.Lookup(node); e != nil {
-		if d := e.Find(s.demand[i].Name); d != nil {
-			return s.verdict(i, d) == devices.Match
-		}
+// matchesNode reports whether node's devices of demand[i] pass the
+// selector and the MIG checks: d is the node's cached device, or nil when
+// the cache does not hold it (then the labels are read).
+func (s *preFilterState) matchesNode(node *v1.Node, d *devices.NodeDevice, i int, labels *devices.DeviceLabels) bool {
+	if d != nil {
+		return s.verdict(i, d) == devices.Match
 	}
-	return s.selector.Match(labels, labels.Describe(node.Labels)) == devices.Match
+	return node != nil && s.selector.Match(labels, labels.Describe(node.Labels)) == devices.Match
 }
 
 // verdict is the selector's verdict on device d of a node for demand[i]:

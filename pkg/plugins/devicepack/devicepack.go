@@ -9,6 +9,7 @@ package devicepack
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -38,7 +39,11 @@ type DevicePack struct {
 	handle    fwk.Handle
 	resources devices.ResourceSet
 	cache     *devices.NodeCache
+	// scratchMu guards the PreScore-only fields below; cycles are serial,
+	// so it is never contended.
+	scratchMu sync.Mutex
 	cycles    uint64
+	scratch   []*devices.NodeDevices
 	weights   weights
 	values    []productValue
 	workload  *workload

@@ -92,11 +92,13 @@ func (pl *DevicePack) PreScore(_ context.Context, cycleState fwk.CycleState, pod
 	}
 	s := &preScoreState{demand: demand, workload: wl, maxValue: 1, cache: pl.cache}
 	s.milliCPU, s.memoryBytes = requests(pod)
-	table := pl.refresh(nodes)
+	pl.scratchMu.Lock()
+	defer pl.scratchMu.Unlock()
+	table, entries := pl.refresh(nodes)
 	s.kinds = make([]kindInfo, len(table))
 	var withDevices bool
-	for _, n := range nodes {
-		e := pl.cache.Lookup(n.Node())
+	for j, n := range nodes {
+		e := entries[j]
 		if e == nil {
 			continue
 		}
@@ -134,14 +136,16 @@ func (pl *DevicePack) PreScore(_ context.Context, cycleState fwk.CycleState, pod
 // refresh brings the node cache up to the candidates and, every
 // fullRefreshEvery cycles, to the whole snapshot, so that deleted nodes are
 // forgotten (PreScore alone sees only the feasible ones).
-func (pl *DevicePack) refresh(nodes []fwk.NodeInfo) []devices.DeviceKind {
+func (pl *DevicePack) refresh(nodes []fwk.NodeInfo) ([]devices.DeviceKind, []*devices.NodeDevices) {
 	pl.cycles++
 	if pl.handle != nil && pl.cycles%fullRefreshEvery == 0 {
 		if all, err := pl.handle.SnapshotSharedLister().NodeInfos().List(); err == nil {
-			pl.cache.Refresh(nodeObjects(all), true)
+			_, pl.scratch = pl.cache.Refresh(nodeObjects(all), true, pl.scratch)
 		}
 	}
-	return pl.cache.Refresh(nodeObjects(nodes), false)
+	kinds, entries := pl.cache.Refresh(nodeObjects(nodes), false, pl.scratch)
+	pl.scratch = entries
+	return kinds, entries
 }
 
 // fullRefreshEvery: a deleted node's entry lives at most this many cycles.
