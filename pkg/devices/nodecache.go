@@ -103,9 +103,9 @@ func (c *NodeCache) reset() {
 }
 
 // Refresh brings the entries of nodes up to date and returns the kind table
-// (index = NodeDevice.Kind) and the entries in the order of nodes, appended
-// to out[:0] (nil for a nil node), so that a caller walking the same nodes
-// needs no Lookup. The kind table is never modified afterwards: later kinds
+// (index = NodeDevice.Kind) and the entries in the order of nodes, written
+// over out (nil for a nil node), so that a caller walking the same nodes
+// needs no Lookup. Pass the previous call's entries as out. The kind table is never modified afterwards: later kinds
 // are appended to a new table or beyond its length. When all is true, nodes
 // is the whole cluster and entries of nodes not in it are dropped;
 // otherwise (a subset, as PreScore sees) nothing is dropped, and the caller
@@ -113,19 +113,31 @@ func (c *NodeCache) reset() {
 func (c *NodeCache) Refresh(nodes iter.Seq[*v1.Node], all bool, out []*NodeDevices) ([]DeviceKind, []*NodeDevices) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// out usually holds the previous call's entries for the same nodes in
+	// the same order (the snapshot's node list changes only when nodes come
+	// and go): an entry built from this very node object is reused without
+	// the map look-up, which, hashing the name of every node of the cluster
+	// per pod, is what Refresh costs.
+	prev, reuse := out, true
 	if len(c.kinds) >= MaxKinds {
 		// Labels churned through too many kinds: start over, so ids of kinds
 		// no node has any more stop costing memory and per-pod work.
 		c.reset()
+		reuse = false
 	}
 	out = out[:0]
 	var present int
 	for node := range nodes {
+		j := len(out)
 		if node == nil {
 			out = append(out, nil)
 			continue
 		}
 		present++
+		if reuse && j < len(prev) && prev[j] != nil && prev[j].node == node {
+			out = append(out, prev[j])
+			continue
+		}
 		e, ok := c.nodes[node.Name]
 		if !ok || e.node != node {
 			e = c.build(node)

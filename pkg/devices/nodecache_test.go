@@ -71,6 +71,20 @@ func TestNodeCache(t *testing.T) {
 		t.Error("the replaced object is still served")
 	}
 
+	// Passing the previous entries back reuses those built from the same
+	// objects and rebuilds the others.
+	_, prev := c.Refresh(slices.Values([]*v1.Node{a2, b}), true, nil)
+	a3 := a2.DeepCopy()
+	a3.Labels[LabelGPUProduct] = "NVIDIA-H100"
+	kinds, got := c.Refresh(slices.Values([]*v1.Node{a3, b}), true, slices.Clone(prev))
+	if got[1] != prev[1] || got[0] == prev[0] || kinds[got[0].Find(NVIDIAGPU).Kind].Device.Product != "NVIDIA-H100" {
+		t.Errorf("reuse: got %v from %v", got, prev)
+	}
+	if c.Lookup(a3) != got[0] {
+		t.Error("the rebuilt entry must be the one Lookup serves")
+	}
+	a2 = a3
+
 	// A full Refresh forgets deleted nodes; a partial one keeps them.
 	c.Refresh(slices.Values([]*v1.Node{b}), false, nil)
 	if c.Len() != 2 {

@@ -24,24 +24,10 @@ import (
 // per node why the pod does not fit, and when nearly all do: the set and the
 // framework's look-up of each name then cost more than the filters saved.
 func (pl *DeviceFit) candidates(s *preFilterState, pod *v1.Pod, nodes []fwk.NodeInfo) *fwk.PreFilterResult {
-	if len(nodes) == 0 {
+	if len(nodes) == 0 || s.admitted == nil {
 		return nil
 	}
-	p := preemptor{
-		priority:   corev1helpers.PodPriority(pod),
-		canPreempt: pod.Spec.PreemptionPolicy == nil || *pod.Spec.PreemptionPolicy != v1.PreemptNever,
-	}
-	admitted := make([]bool, len(nodes))
-	var n int
-	var left [numExclusions]int
-	for j, ni := range nodes {
-		why := s.admits(ni, s.entries[j], p)
-		if why == admitted_ {
-			admitted[j] = true
-			n++
-		}
-		left[why]++
-	}
+	admitted, n, left := s.admitted, s.numAdmitted, &s.left
 	if n == 0 || n*10 > len(nodes)*9 || !anyPinnedAdmitted(pod, nodes, admitted) {
 		return nil
 	}
@@ -116,6 +102,51 @@ func pinnedNodes(pod *v1.Pod) sets.Set[string] {
 		names = names.Union(term)
 	}
 	return names
+}
+
+// offer is the largest allocatable of a requested resource on any node, and
+// on any node whose devices the selector accepts (checkOffers).
+type offer struct{ largest, largestMatching int64 }
+
+// scan walks the nodes once: the offers of each request and, per node,
+// whether candidates admits it and, if not, why.
+func (s *preFilterState) scan(pod *v1.Pod, nodes []fwk.NodeInfo) {
+	p := preemptor{
+		priority:   corev1helpers.PodPriority(pod),
+		canPreempt: pod.Spec.PreemptionPolicy == nil || *pod.Spec.PreemptionPolicy != v1.PreemptNever,
+	}
+	s.offers = make([]offer, len(s.demand))
+	s.admitted = make([]bool, len(nodes))
+	for j, ni := range nodes {
+		e := s.entries[j]
+		for i, r := range s.demand {
+			if s.verdicts[i] == nil {
+				continue
+			}
+			var a int64
+			var d *devices.NodeDevice
+			if e != nil {
+				if d = e.Find(r.Name); d != nil {
+					a = d.Allocatable
+				}
+			} else {
+				a = ni.GetAllocatable().GetScalarResources()[r.Name]
+			}
+			o := &s.offers[i]
+			if a > o.largest {
+				o.largest = a
+			}
+			if a > o.largestMatching && s.matchesNode(ni.Node(), d, i, &s.labels[i]) {
+				o.largestMatching = a
+			}
+		}
+		why := s.admits(ni, e, p)
+		if why == admitted_ {
+			s.admitted[j] = true
+			s.numAdmitted++
+		}
+		s.left[why]++
+	}
 }
 
 // exclusion says why candidates leaves a node out: below numMismatches it is

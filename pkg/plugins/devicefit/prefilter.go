@@ -35,7 +35,7 @@ func (pl *DeviceFit) PreFilter(ctx context.Context, cycleState fwk.CycleState, p
 	cycleState.Write(preFilterStateKey, s)
 	res := pl.candidates(s, pod, nodes)
 	// Filter must not use the entries: the next cycle reuses the slice.
-	s.entries = nil
+	s.entries, s.admitted = nil, nil
 	return res, nil
 }
 
@@ -58,6 +58,7 @@ func (pl *DeviceFit) computeState(pod *v1.Pod, nodes []fwk.NodeInfo) (*preFilter
 		if pl.policy == config.DeviceNodePolicyRequire {
 			s := &preFilterState{deviceFree: true, cache: pl.cache}
 			s.kinds, s.entries = pl.refresh(nodes)
+			s.scan(pod, nodes)
 			return s, nil, ""
 		}
 		// CPU pods pay nothing: Filter does not run for them.
@@ -85,7 +86,7 @@ func (pl *DeviceFit) computeState(pod *v1.Pod, nodes []fwk.NodeInfo) (*preFilter
 			continue
 		}
 		// A fleet has few kinds: match the selector once per kind, and
-		// Filter, checkOffers and candidates look the verdict up.
+		// Filter and the scan below look the verdict up.
 		v := make([]devices.Mismatch, len(s.kinds))
 		for k := range s.kinds {
 			if s.kinds[k].Resource == r.Name {
@@ -93,7 +94,14 @@ func (pl *DeviceFit) computeState(pod *v1.Pod, nodes []fwk.NodeInfo) (*preFilter
 			}
 		}
 		s.verdicts[i] = v
-		if status, reason := s.checkOffers(nodes, i); status != nil {
+	}
+	// One walk over the nodes gathers what checkOffers and candidates need.
+	s.scan(pod, nodes)
+	for i := range demand {
+		if s.verdicts[i] == nil {
+			continue
+		}
+		if status, reason := s.checkOffers(i); status != nil {
 			return nil, status, reason
 		}
 	}
@@ -134,26 +142,9 @@ func (pl *DeviceFit) servedByDRA(name v1.ResourceName) bool {
 // When no node offers the resource at all, the pod is left to
 // NodeResourcesFit ("Insufficient"): a node may join, and a DRA-served
 // resource whose DeviceClass is not synced yet must not be judged here.
-func (s *preFilterState) checkOffers(nodes []fwk.NodeInfo, i int) (*fwk.Status, metrics.Reason) {
-	r, labels := s.demand[i], &s.labels[i]
-	var largest, largestMatching int64
-	for j, n := range nodes {
-		var a int64
-		var d *devices.NodeDevice
-		if e := s.entries[j]; e != nil {
-			if d = e.Find(r.Name); d != nil {
-				a = d.Allocatable
-			}
-		} else {
-			a = n.GetAllocatable().GetScalarResources()[r.Name]
-		}
-		if a > largest {
-			largest = a
-		}
-		if a > largestMatching && s.matchesNode(n.Node(), d, i, labels) {
-			largestMatching = a
-		}
-	}
+func (s *preFilterState) checkOffers(i int) (*fwk.Status, metrics.Reason) {
+	r := s.demand[i]
+	largest, largestMatching := s.offers[i].largest, s.offers[i].largestMatching
 	switch {
 	case largest == 0:
 		return nil, ""

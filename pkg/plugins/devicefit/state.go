@@ -31,6 +31,13 @@ type preFilterState struct {
 	// entries are the cache entries of PreFilter's nodes, in their order;
 	// PreFilter only (nil afterwards).
 	entries []*devices.NodeDevices
+	// What PreFilter's walk over the nodes found (scan): the offers per
+	// request, the nodes admitted (aligned with the nodes), their number,
+	// and how many were left out for each exclusion.
+	offers      []offer
+	admitted    []bool
+	numAdmitted int
+	left        [numExclusions]int
 }
 
 // matchesNode reports whether node's devices of demand[i] pass the
