@@ -336,6 +336,8 @@ func printMicro(out io.Writer, path string) error {
 	fmt.Fprintln(out, "Go micro-benchmarks (per call)")
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	pkg := ""
+	// pods/s of BenchmarkReplay per policy, for the ratio line.
+	replay := map[string]float64{}
 	s := bufio.NewScanner(f)
 	for s.Scan() {
 		line := s.Text()
@@ -345,10 +347,39 @@ func printMicro(out io.Writer, path string) error {
 		}
 		if m := benchLine.FindStringSubmatch(line); m != nil {
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", pkg, m[1], strings.Join(strings.Fields(m[3]), " "))
+			if policy, ok := strings.CutPrefix(m[1], "BenchmarkReplay/"); ok {
+				replay[strings.TrimSuffix(policy, "-"+lastDash(policy))] = metric(m[3], "pods/s")
+			}
 		}
 	}
 	tw.Flush()
+	if d, f := replay["default"], replay["devicefit"]; d > 0 && f > 0 {
+		fmt.Fprintf(out, "replay devicefit/default pods/s ratio: %.2f\n", f/d)
+	}
 	return s.Err()
+}
+
+// lastDash is what follows the last "-" of a benchmark name (GOMAXPROCS).
+func lastDash(name string) string {
+	if i := strings.LastIndexByte(name, '-'); i >= 0 {
+		return name[i+1:]
+	}
+	return ""
+}
+
+// metric reads "<value> <unit>" out of a benchmark line's results; 0 when
+// the unit is absent.
+func metric(results, unit string) float64 {
+	f := strings.Fields(results)
+	for i := 1; i < len(f); i++ {
+		if f[i] == unit {
+			v, err := strconv.ParseFloat(f[i-1], 64)
+			if err == nil {
+				return v
+			}
+		}
+	}
+	return 0
 }
 
 // profileRows are the functions whose cumulative CPU the profile table shows:
