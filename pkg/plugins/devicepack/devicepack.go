@@ -43,10 +43,12 @@ type DevicePack struct {
 	// so it is never contended.
 	scratchMu sync.Mutex
 	cycles    uint64
-	scratch   []*devices.NodeDevices
-	weights   weights
-	values    []productValue
-	workload  *workload
+	// scratch and allScratch hold the cache entries of the candidates and
+	// of all nodes, reused from cycle to cycle.
+	scratch, allScratch []*devices.NodeDevices
+	weights             weights
+	values              []productValue
+	workload            *workload
 }
 
 type weights struct {

@@ -94,7 +94,13 @@ func (pl *DevicePack) PreScore(_ context.Context, cycleState fwk.CycleState, pod
 	s.milliCPU, s.memoryBytes = requests(pod)
 	pl.scratchMu.Lock()
 	defer pl.scratchMu.Unlock()
-	table, entries := pl.refresh(nodes)
+	// Scarcity weighs the free devices of the whole cluster, not of the
+	// candidates: the percentageOfNodesToScore sample (and PreFilter's
+	// list) would make it an estimate that changes with where the search
+	// started. Refreshing all nodes first also interns every kind before
+	// the table is sized.
+	all := pl.allNodes(wl != nil && pl.weights.scarcity > 0 && len(demand) > 0, len(nodes))
+	table, entries := pl.refresh(nodes, all != nil)
 	s.kinds = make([]kindInfo, len(table))
 	var withDevices bool
 	for j, n := range nodes {
@@ -117,10 +123,13 @@ func (pl *DevicePack) PreScore(_ context.Context, cycleState fwk.CycleState, pod
 			}
 			k := &s.kinds[d.Kind]
 			k.value, k.candidate = v, true
-			if f := a - req[d.Resource]; f > 0 {
-				k.free += f
+			if all == nil {
+				k.free += max(a-req[d.Resource], 0)
 			}
 		}
+	}
+	if all != nil {
+		s.addFree(all, pl.allScratch)
 	}
 	if !withDevices {
 		// No candidate has devices: nothing to pack, nothing to strand.
@@ -133,14 +142,46 @@ func (pl *DevicePack) PreScore(_ context.Context, cycleState fwk.CycleState, pod
 	return nil
 }
 
+// allNodes returns the snapshot's nodes, refreshed into pl.allScratch, when
+// want and they are more than the candidates; else nil.
+func (pl *DevicePack) allNodes(want bool, candidates int) []fwk.NodeInfo {
+	if !want || pl.handle == nil {
+		return nil
+	}
+	all, err := pl.handle.SnapshotSharedLister().NodeInfos().List()
+	if err != nil || len(all) <= candidates {
+		return nil
+	}
+	_, pl.allScratch = pl.cache.Refresh(nodeObjects(all), true, pl.allScratch)
+	return all
+}
+
+// addFree adds each kind's free devices over nodes (entries aligned).
+func (s *preScoreState) addFree(nodes []fwk.NodeInfo, entries []*devices.NodeDevices) {
+	for j, n := range nodes {
+		e := entries[j]
+		if e == nil || len(e.Devices) == 0 {
+			continue
+		}
+		req := n.GetRequested().GetScalarResources()
+		for i := range e.Devices {
+			d := &e.Devices[i]
+			if d.Kind >= 0 && d.Kind < len(s.kinds) && d.Allocatable > 0 {
+				s.kinds[d.Kind].free += max(d.Allocatable-req[d.Resource], 0)
+			}
+		}
+	}
+}
+
 // refresh brings the node cache up to the candidates and, every
-// fullRefreshEvery cycles, to the whole snapshot, so that deleted nodes are
-// forgotten (PreScore alone sees only the feasible ones).
-func (pl *DevicePack) refresh(nodes []fwk.NodeInfo) ([]devices.DeviceKind, []*devices.NodeDevices) {
+// fullRefreshEvery cycles unless fresh (all nodes were just refreshed), to
+// the whole snapshot, so that deleted nodes are forgotten (PreScore alone
+// sees only the feasible ones).
+func (pl *DevicePack) refresh(nodes []fwk.NodeInfo, fresh bool) ([]devices.DeviceKind, []*devices.NodeDevices) {
 	pl.cycles++
-	if pl.handle != nil && pl.cycles%fullRefreshEvery == 0 {
+	if !fresh && pl.handle != nil && pl.cycles%fullRefreshEvery == 0 {
 		if all, err := pl.handle.SnapshotSharedLister().NodeInfos().List(); err == nil {
-			_, pl.scratch = pl.cache.Refresh(nodeObjects(all), true, pl.scratch)
+			_, pl.allScratch = pl.cache.Refresh(nodeObjects(all), true, pl.allScratch)
 		}
 	}
 	kinds, entries := pl.cache.Refresh(nodeObjects(nodes), false, pl.scratch)
