@@ -1,0 +1,78 @@
+package devicepack
+
+import (
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/klog/v2/ktesting"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+
+	"github.com/devicefit/devicefit/pkg/apis/config"
+	"github.com/devicefit/devicefit/pkg/devices"
+)
+
+// snapshotHandle serves a scheduler snapshot, as the framework's handle does.
+type snapshotHandle struct {
+	fwk.Handle
+	snapshot *cache.Snapshot
+}
+
+func (h snapshotHandle) SnapshotSharedLister() fwk.SharedLister { return h.snapshot }
+
+// SharedInformerFactory: none; the metrics source is then not registered.
+func (h snapshotHandle) SharedInformerFactory() informers.SharedInformerFactory { return nil }
+
+// TestScarcityCountsTheWholeCluster: the free devices behind the scarcity
+// pressure are those of every node in the snapshot, not only of the
+// candidates PreScore is given (the percentageOfNodesToScore sample).
+func TestScarcityCountsTheWholeCluster(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	node := func(name, product, gpus string) *v1.Node {
+		return st.MakeNode().Name(name).Label(devices.LabelGPUProduct, product).Label(devices.LabelGPUMemory, "23034").
+			Capacity(map[v1.ResourceName]string{v1.ResourceCPU: "64", v1.ResourceMemory: "512Gi", gpu: gpus}).Obj()
+	}
+	nodes := []*v1.Node{node("l4-a", "NVIDIA-L4", "4"), node("l4-b", "NVIDIA-L4", "4"), node("t4", "Tesla-T4", "2")}
+	running := st.MakePod().Name("r").UID("r").Node("l4-b").Res(map[v1.ResourceName]string{gpu: "1"}).Obj()
+	snapshot := cache.NewSnapshot([]*v1.Pod{running}, nodes)
+	args := staticArgs(t, gpuClass(1, 1), config.WorkloadClass{Resource: string(gpu), Devices: 1, Weight: 1, Products: "Tesla-T4"})
+	args.ScarcityWeight = 100
+	pl, err := New(ctx, args, snapshotHandle{snapshot: snapshot})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pack := pl.(*DevicePack)
+	all, err := snapshot.NodeInfos().List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var candidates []fwk.NodeInfo
+	for _, n := range all {
+		if n.Node().Name != "l4-b" {
+			candidates = append(candidates, n)
+		}
+	}
+	state := framework.NewCycleState()
+	if s := pack.PreScore(ctx, state, gpuPod("p", "1"), candidates); !s.IsSuccess() {
+		t.Fatalf("PreScore: %v", s)
+	}
+	c, err := state.Read(preScoreStateKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	table, _ := pack.cache.Refresh(func(yield func(*v1.Node) bool) {}, false, nil)
+	for id, k := range c.(*preScoreState).kinds {
+		got[table[id].Device.Product] = k.free
+	}
+	// l4-b is no candidate, but its 3 free L4s count.
+	want := map[string]int64{"NVIDIA-L4": 4 + 3, "Tesla-T4": 2}
+	for p, n := range want {
+		if got[p] != n {
+			t.Errorf("free %s: got %d, want %d (all: %v)", p, got[p], n, got)
+		}
+	}
+}
