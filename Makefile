@@ -152,7 +152,7 @@ bench: $(BIN)/etcd ## scheduler_perf 5000-node comparison + micro-benchmarks: ta
 	@mkdir -p $(BENCH_DIR); touch $(BENCH_DIR)/.start
 	$(GO) test -run '^$$' -bench 'Score|Filter' -benchmem ./pkg/plugins/devicepack ./pkg/plugins/devicefit 2>&1 | tee $(BENCH_DIR)/micro.txt
 	$(GO) test -run '^$$' -bench Collect -benchmem ./pkg/metrics 2>&1 | tee -a $(BENCH_DIR)/micro.txt
-	$(GO) test -run '^$$' -bench Replay -benchtime 3x ./pkg/replay 2>&1 | grep -v '^    ' | tee -a $(BENCH_DIR)/micro.txt
+	$(GO) test -run '^$$' -bench Replay -benchtime 3x ./pkg/replay 2>&1 | tee -a $(BENCH_DIR)/micro.txt
 	@echo "cd test/perf && go test -count=1 . -run '^$$' -bench BenchmarkPerfScheduling -benchtime=1x -perf-scheduling-label-filter=$(BENCH_LABELS) -data-items-dir=$(BENCH_DIR) $(PERF_FLAGS) (log: $(BENCH_DIR)/go-test.log)"
 	@cd test/perf && $(PERF_ENV) $(GO) test -count=1 -timeout $(PERF_TIMEOUT) $(GOTESTFLAGS) . \
 		-run '^$$' -bench '^BenchmarkPerfScheduling$$' -benchtime=1x \
