@@ -191,6 +191,14 @@ func FuzzPodDemand(f *testing.F) {
 			if s == "" {
 				return nil, true
 			}
+			if hugeExponent.MatchString(s) {
+				// apimachinery's ParseQuantity itself does not return on
+				// such input in v0.37 ("1e33333333117": the exponent wraps
+				// in int32 and rounding builds 10^|scale|; kubernetes#141203,
+				// #141306); the API server decodes pods with the same function,
+				// so no such quantity reaches a scheduler.
+				return nil, false
+			}
 			q, err := resource.ParseQuantity(s)
 			if err != nil {
 				return nil, false
