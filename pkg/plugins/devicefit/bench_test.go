@@ -1,6 +1,7 @@
 package devicefit
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -25,6 +26,15 @@ func benchFleet(n int) []fwk.NodeInfo {
 	return out
 }
 
+func benchPlugin(b *testing.B) (context.Context, *DeviceFit) {
+	_, ctx := ktesting.NewTestContext(b)
+	pl, err := New(ctx, defaultArgs(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return ctx, pl.(*DeviceFit)
+}
+
 // BenchmarkFilter is DeviceFit's Filter on one node for a pod with a
 // product selector, after PreFilter over a 5000-node fleet: ns/op and
 // allocs/op per node. "admitted" cycles through the nodes PreFilter names
@@ -33,12 +43,7 @@ func benchFleet(n int) []fwk.NodeInfo {
 // (a nominated node, a batch hint): each rejection allocates its Status, as
 // every upstream plugin's does.
 func BenchmarkFilter(b *testing.B) {
-	_, ctx := ktesting.NewTestContext(b)
-	pl, err := New(ctx, defaultArgs(), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	fit := pl.(*DeviceFit)
+	ctx, fit := benchPlugin(b)
 	nodes := benchFleet(5000)
 	pod := gpuPod("2", map[string]string{devices.AnnotationProducts: "NVIDIA-A100-SXM4-80GB,NVIDIA-L40S"})
 	cs := framework.NewCycleState()
@@ -81,12 +86,7 @@ func BenchmarkPreFilter(b *testing.B) {
 		{"two-products", gpuPod("2", map[string]string{devices.AnnotationProducts: "NVIDIA-A100-SXM4-80GB,NVIDIA-L40S"})},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			_, ctx := ktesting.NewTestContext(b)
-			pl, err := New(ctx, defaultArgs(), nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			fit := pl.(*DeviceFit)
+			ctx, fit := benchPlugin(b)
 			nodes := benchFleet(5000)
 			b.ReportAllocs()
 			for b.Loop() {

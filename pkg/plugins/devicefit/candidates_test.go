@@ -125,11 +125,7 @@ func TestPreFilterResult(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
-			args := tt.args
-			if args == nil {
-				args = defaultArgs()
-			}
-			pl := newPlugin(t, args, nil)
+			pl := newPluginOrDefault(t, tt.args)
 			nodes := fleet(tt.prio)
 			if tt.mutate != nil {
 				tt.mutate(nodes)

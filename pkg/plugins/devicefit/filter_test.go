@@ -206,11 +206,7 @@ func TestFilter(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
-			args := tt.args
-			if args == nil {
-				args = defaultArgs()
-			}
-			pl := newPlugin(t, args, nil)
+			pl := newPluginOrDefault(t, tt.args)
 			cycleState := framework.NewCycleState()
 			ni := nodeInfo(tt.node)
 			// PreFilter sees no node, so its cluster-wide checks (tested in

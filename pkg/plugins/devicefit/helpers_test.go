@@ -32,6 +32,16 @@ func newPlugin(t *testing.T, args *config.DeviceFitArgs, h fwk.Handle) *DeviceFi
 	return pl.(*DeviceFit)
 }
 
+// newPluginOrDefault builds the plugin from args, or from defaultArgs when
+// args is nil (table tests that mostly use the defaults).
+func newPluginOrDefault(t *testing.T, args *config.DeviceFitArgs) *DeviceFit {
+	t.Helper()
+	if args == nil {
+		args = defaultArgs()
+	}
+	return newPlugin(t, args, nil)
+}
+
 // gpuNode is a node labelled by GFD with count devices of one product.
 func gpuNode(name, product string, count string, labels map[string]string) *v1.Node {
 	w := st.MakeNode().Name(name).Capacity(map[v1.ResourceName]string{

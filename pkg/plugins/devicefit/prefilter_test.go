@@ -140,11 +140,7 @@ func TestPreFilter(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
-			args := tt.args
-			if args == nil {
-				args = defaultArgs()
-			}
-			pl := newPlugin(t, args, nil)
+			pl := newPluginOrDefault(t, tt.args)
 			cycleState := framework.NewCycleState()
 			_, status := pl.PreFilter(ctx, cycleState, tt.pod, nodeInfos(nodes...))
 			if diff := cmp.Diff(tt.wantStatus, status); diff != "" {
