@@ -1,6 +1,8 @@
 package devicefit
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"sort"
 	"testing"
 
@@ -8,9 +10,11 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/sets"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2/ktesting"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/devicefit/devicefit/pkg/apis/config"
@@ -203,4 +207,111 @@ func freeFor(ni fwk.NodeInfo, pod *v1.Pod, pl *DeviceFit) bool {
 		}
 	}
 	return true
+}
+
+// TestPreFilterResultIsSuperset checks the candidate list against upstream
+// on random fleets and pods: every node where DeviceFit's Filter passes and
+// upstream NodeResourcesFit's Fits finds room, or would find room once the
+// pods preemption may evict are gone, is in the list. A left-out node is
+// never considered again in that cycle, preemption included, so a miss
+// would be a pod wrongly kept pending.
+func TestPreFilterResultIsSuperset(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	rng := rand.New(rand.NewPCG(42, 1))
+	products := []string{"NVIDIA-L4", "NVIDIA-A100-SXM4-80GB", "NVIDIA-H100-80GB-HBM3", "NVIDIA-A100-SXM4-80GB-MIG-INVALID", ""}
+	selectors := []map[string]string{nil,
+		{devices.AnnotationProducts: "NVIDIA-L4"},
+		{devices.AnnotationProducts: "NVIDIA-A100-SXM4-80GB,NVIDIA-H100-80GB-HBM3"},
+		{devices.AnnotationExcludeProducts: "NVIDIA-L4"},
+	}
+	priorities := []int32{-10, 0, 10}
+	var checked, leftOut int
+	for iter := range 300 {
+		var nodes []fwk.NodeInfo
+		for i := range 30 {
+			name := fmt.Sprint("n", i)
+			res := map[v1.ResourceName]string{v1.ResourceCPU: "64", v1.ResourceMemory: "256Gi", v1.ResourcePods: "110"}
+			w := st.MakeNode().Name(name)
+			mig := rng.IntN(6) == 0
+			var held v1.ResourceName
+			if mig {
+				w = w.Label(devices.LabelMIGStrategy, []string{"mixed", "single"}[rng.IntN(2)])
+				held = "nvidia.com/mig-1g.10gb"
+			} else if p := products[rng.IntN(len(products))]; rng.IntN(5) > 0 {
+				if p != "" {
+					w = w.Label(devices.LabelGPUProduct, p)
+				}
+				held = gpu
+			}
+			if held != "" {
+				res[held] = fmt.Sprint(rng.IntN(9))
+			}
+			n := w.Capacity(res).Obj()
+			if held != "" && rng.IntN(10) == 0 {
+				// A broken status: more allocatable than capacity.
+				n.Status.Capacity = n.Status.Capacity.DeepCopy()
+				n.Status.Capacity[held] = resource.MustParse("1")
+			}
+			var pods []*v1.Pod
+			for k := range rng.IntN(4) {
+				p := st.MakePod().Name(fmt.Sprint(name, "-", k)).UID(fmt.Sprint(iter, name, k)).Node(name).
+					Priority(priorities[rng.IntN(len(priorities))]).Res(map[v1.ResourceName]string{v1.ResourceCPU: "1"})
+				if held != "" {
+					p = p.Res(map[v1.ResourceName]string{v1.ResourceCPU: "1", held: fmt.Sprint(rng.IntN(3))})
+				}
+				pods = append(pods, p.Obj())
+			}
+			nodes = append(nodes, infoWith(n, pods...))
+		}
+		want := gpu
+		if rng.IntN(4) == 0 {
+			want = "nvidia.com/mig-1g.10gb"
+		}
+		pw := st.MakePod().Name("p").UID(fmt.Sprint("p", iter)).Annotations(selectors[rng.IntN(len(selectors))]).
+			Priority(priorities[rng.IntN(len(priorities))]).
+			Res(map[v1.ResourceName]string{v1.ResourceCPU: "1", want: fmt.Sprint(1 + rng.IntN(4))})
+		if rng.IntN(3) == 0 {
+			pw = pw.PreemptionPolicy(v1.PreemptNever)
+		}
+		pod := pw.Obj()
+
+		pl := newPlugin(t, defaultArgs(), nil)
+		cs := framework.NewCycleState()
+		res, status := pl.PreFilter(ctx, cs, pod, nodes)
+		if !status.IsSuccess() || res.AllNodes() {
+			continue
+		}
+		checked++
+		canPreempt := pod.Spec.PreemptionPolicy == nil || *pod.Spec.PreemptionPolicy != v1.PreemptNever
+		for _, ni := range nodes {
+			if res.NodeNames.Has(ni.Node().Name) {
+				continue
+			}
+			leftOut++
+			if !pl.Filter(ctx, cs, pod, ni).IsSuccess() {
+				continue
+			}
+			opts := noderesources.ResourceRequestsOptions{}
+			if len(noderesources.Fits(pod, ni, nil, opts)) == 0 {
+				t.Fatalf("iteration %d: %s left out, but Filter passes and NodeResourcesFit finds room", iter, ni.Node().Name)
+			}
+			if !canPreempt {
+				continue
+			}
+			var staying []*v1.Pod
+			for _, p := range ni.GetPods() {
+				if corev1helpers.PodPriority(p.GetPod()) >= corev1helpers.PodPriority(pod) {
+					staying = append(staying, p.GetPod())
+				}
+			}
+			if len(noderesources.Fits(pod, infoWith(ni.Node(), staying...), nil, opts)) == 0 {
+				t.Fatalf("iteration %d: %s left out, but preempting its lower-priority pods would make room", iter, ni.Node().Name)
+			}
+		}
+	}
+	// The check must have bitten: lists were returned and nodes left out.
+	if checked < 50 || leftOut < 500 {
+		t.Fatalf("only %d lists and %d nodes left out in 300 draws: the draws do not exercise the list", checked, leftOut)
+	}
+	t.Logf("%d candidate lists, %d nodes left out, each checked against NodeResourcesFit", checked, leftOut)
 }
