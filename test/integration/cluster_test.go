@@ -82,6 +82,7 @@ func TestDeviceFit(t *testing.T) {
 	t.Run("NoOvercommit", func(t *testing.T) { testNoOvercommit(t, api.suite(t, "overcommit")) })
 	t.Run("DRAExtendedResource", func(t *testing.T) { testDRAExtendedResource(t, api.suite(t, "dra")) })
 	t.Run("Packing", func(t *testing.T) { testPacking(t, api.suite(t, "packing")) })
+	t.Run("RequeueAfterDelete", func(t *testing.T) { testRequeueAfterDelete(t, api.suite(t, "requeue")) })
 }
 
 // startAPIServer starts a kube-apiserver for t (torn down, with all nodes and

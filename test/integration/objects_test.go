@@ -119,6 +119,7 @@ type nodeSpec struct {
 	name    string
 	labels  map[string]string
 	devices map[v1.ResourceName]int64
+	taints  []v1.Taint
 }
 
 // nodeCPU and nodeMemory are generous so that only devices ever constrain.
@@ -137,6 +138,7 @@ func (c *cluster) createNode(t *testing.T, spec nodeSpec) *v1.Node {
 	maps.Copy(labels, spec.labels)
 	node := st.MakeNode().Name(spec.name).Obj()
 	node.Labels = labels
+	node.Spec.Taints = spec.taints
 	created, err := c.ClientSet.CoreV1().Nodes().Create(c.Ctx, node, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("creating node %s: %v", spec.name, err)
