@@ -119,13 +119,16 @@ func (pl *DevicePack) PreScore(_ context.Context, cycleState fwk.CycleState, pod
 				continue
 			}
 			withDevices = true
-			v := pl.value(d.Device)
-			s.maxValue = max(s.maxValue, v)
 			if d.Kind == devices.NoKind {
+				s.maxValue = max(s.maxValue, pl.value(d.Device))
 				continue
 			}
 			k := &s.kinds[d.Kind]
-			k.value, k.candidate = v, true
+			if !k.candidate {
+				// The value depends on the kind alone: match productValues once.
+				k.value, k.candidate = pl.value(d.Device), true
+				s.maxValue = max(s.maxValue, k.value)
+			}
 			if all == nil {
 				k.free += max(a-req[d.Resource], 0)
 			}
