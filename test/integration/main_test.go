@@ -17,6 +17,7 @@
 //   - placement_test.go  suite Placement: exact feasible node sets and reasons
 //   - overcommit_test.go suite NoOvercommit: 339 pods, 24 nodes, churn
 //   - dra_test.go        suite DRAExtendedResource: DeviceClass-served resources
+//   - reasons_test.go    suite PendingReasons: messages on nodes the list leaves out
 //
 // Run: go test ./test/integration/ -count=1 [-run 'TestDeviceFit/Placement'] [-v]
 // (-short skips the package).

@@ -187,6 +187,14 @@ type podSpec struct {
 	// metadata.name. DeviceFit does not look at affinity, so this probes the
 	// verdict of our Filter for exactly that node.
 	onlyNode string
+	// Placement rules of the pod's own (ownRules in DeviceFit).
+	nodeSelector map[string]string
+	affinity     *v1.NodeAffinity
+	tolerations  []v1.Toleration
+	// hostPort, when set, is a port the main container takes on its node.
+	hostPort int32
+	// nodeName binds the pod at creation: no scheduler sees it.
+	nodeName string
 }
 
 // makePod builds the pod object for spec in namespace ns.
@@ -205,6 +213,15 @@ func makePod(ns string, spec podSpec) *v1.Pod {
 		sidecar := deviceContainer("sidecar", spec.sidecarDevices)
 		sidecar.RestartPolicy = ptr.To(v1.ContainerRestartPolicyAlways)
 		pod.Spec.InitContainers = append(pod.Spec.InitContainers, sidecar)
+	}
+	pod.Spec.NodeSelector = spec.nodeSelector
+	pod.Spec.Tolerations = spec.tolerations
+	pod.Spec.NodeName = spec.nodeName
+	if spec.affinity != nil {
+		pod.Spec.Affinity = &v1.Affinity{NodeAffinity: spec.affinity}
+	}
+	if spec.hostPort != 0 {
+		pod.Spec.Containers[0].Ports = []v1.ContainerPort{{ContainerPort: spec.hostPort, HostPort: spec.hostPort, Protocol: v1.ProtocolTCP}}
 	}
 	if spec.onlyNode != "" {
 		pod.Spec.Affinity = &v1.Affinity{NodeAffinity: &v1.NodeAffinity{

@@ -2,9 +2,9 @@ package devicefit
 
 import (
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/devicefit/devicefit/pkg/devices"
@@ -21,14 +21,25 @@ import (
 // the pod may preempt stays in.
 //
 // nil when no node qualifies, so that Filter and NodeResourcesFit explain
-// per node why the pod does not fit, and when nearly all do: the set and the
-// framework's look-up of each name then cost more than the filters saved.
-func (pl *DeviceFit) candidates(s *preFilterState, pod *v1.Pod, nodes []fwk.NodeInfo) *fwk.PreFilterResult {
+// per node why the pod does not fit; when no node that qualifies is one the
+// pod's own node rules admit (ownRules), for the same reason; and when
+// nearly all qualify: the set and the framework's look-up of each name then
+// cost more than the filters saved. The names are kept in the state, so
+// that PostFilter can say why on the nodes left out when the pod fails on
+// the others.
+func (pl *DeviceFit) candidates(logger klog.Logger, s *preFilterState, pod *v1.Pod, nodes []fwk.NodeInfo) *fwk.PreFilterResult {
 	if len(nodes) == 0 || s.admitted == nil {
 		return nil
 	}
 	admitted, n, left := s.admitted, s.numAdmitted, &s.left
-	if n == 0 || n*10 > len(nodes)*9 || !anyPinnedAdmitted(pod, nodes, admitted) {
+	if n == 0 || n*10 > len(nodes)*9 {
+		return nil
+	}
+	if rules := newOwnRules(logger, pod, pl.taintComparisonOperators); !rules.anyAdmitted(nodes, admitted) {
+		// The pod's node selector, affinity or tolerations admit none of
+		// the nodes named: the pod is unschedulable, and the list would
+		// hide why on exactly the nodes the user meant. All nodes, so
+		// that every plugin's Filter says why on each.
 		return nil
 	}
 	// Filter will not see the nodes left out: count the rejections it would
@@ -51,57 +62,8 @@ func (pl *DeviceFit) candidates(s *preFilterState, pod *v1.Pod, nodes []fwk.Node
 			names.Insert(ni.Node().Name)
 		}
 	}
+	s.listed = names
 	return &fwk.PreFilterResult{NodeNames: names}
-}
-
-// anyPinnedAdmitted reports whether some node the pod's required node
-// affinity names (metadata.name, which makes NodeAffinity return a
-// PreFilterResult of its own) is admitted; true when it names none. The
-// framework intersects the plugins' results, and an empty intersection
-// fails the pod with "didn't satisfy plugin(s) [DeviceFit NodeAffinity]
-// simultaneously" and no word on the node: better name all nodes then, and
-// let Filter say what is wrong with the pinned one.
-func anyPinnedAdmitted(pod *v1.Pod, nodes []fwk.NodeInfo, admitted []bool) bool {
-	pinned := pinnedNodes(pod)
-	if pinned == nil {
-		return true
-	}
-	for j, ni := range nodes {
-		if admitted[j] && pinned.Has(ni.Node().Name) {
-			return true
-		}
-	}
-	return false
-}
-
-// pinnedNodes is the union, over the required node selector terms, of the
-// node names each term's metadata.name In requirements allow (their
-// intersection); nil when some term does not name nodes, as NodeAffinity's
-// PreFilter reads it.
-func pinnedNodes(pod *v1.Pod) sets.Set[string] {
-	a := pod.Spec.Affinity
-	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-		return nil
-	}
-	var names sets.Set[string]
-	for _, t := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
-		var term sets.Set[string]
-		for _, r := range t.MatchFields {
-			if r.Key != metav1.ObjectNameField || r.Operator != v1.NodeSelectorOpIn {
-				continue
-			}
-			if term == nil {
-				term = sets.New(r.Values...)
-			} else {
-				term = term.Intersection(sets.New(r.Values...))
-			}
-		}
-		if term == nil {
-			return nil
-		}
-		names = names.Union(term)
-	}
-	return names
 }
 
 // offer is the largest allocatable of a requested resource on any node, and

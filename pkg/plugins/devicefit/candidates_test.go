@@ -115,6 +115,49 @@ func TestPreFilterResult(t *testing.T) {
 			name: "pinned to a node left out: all nodes, so Filter says why", wantAll: true,
 			pod: pinned("h100", map[string]string{devices.AnnotationProducts: "NVIDIA-L4"}),
 		},
+		// The pod's own node rules: when they admit no node named, the list
+		// would hide the reason on the nodes they do admit.
+		{
+			name: "node selector admits a named node: the list", pod: withSelector(l4Pod(), "team", "x"),
+			mutate: label("team", "x", 2), want: []string{"l4", "l4-half"},
+		},
+		{
+			name: "node selector admits only a node left out: all nodes", pod: withSelector(l4Pod(), "team", "x"),
+			mutate: label("team", "x", 0), wantAll: true,
+		},
+		{
+			name: "required affinity on labels admits only nodes left out: all nodes", wantAll: true,
+			pod:    withAffinity(l4Pod(), v1.NodeSelectorRequirement{Key: "team", Operator: v1.NodeSelectorOpIn, Values: []string{"x", "y"}}),
+			mutate: label("team", "y", 0, 4),
+		},
+		{
+			name: "taints the pod does not tolerate on every named node: all nodes", pod: l4Pod(), wantAll: true,
+			mutate: taint(v1.TaintEffectNoSchedule, 2, 3),
+		},
+		{
+			name: "NoExecute too", pod: l4Pod(), wantAll: true,
+			mutate: taint(v1.TaintEffectNoExecute, 2, 3),
+		},
+		{
+			name: "a PreferNoSchedule taint does not count", pod: l4Pod(), want: []string{"l4", "l4-half"},
+			mutate: taint(v1.TaintEffectPreferNoSchedule, 2, 3),
+		},
+		{
+			name: "tolerated taints: the list", want: []string{"l4", "l4-half"},
+			pod: func() *v1.Pod {
+				p := l4Pod()
+				p.Spec.Tolerations = []v1.Toleration{{Key: "dedicated", Operator: v1.TolerationOpEqual, Value: "x", Effect: v1.TaintEffectNoSchedule}}
+				return p
+			}(),
+			mutate: taint(v1.TaintEffectNoSchedule, 2, 3),
+		},
+		{
+			name: "every named node cordoned: all nodes", pod: l4Pod(), wantAll: true,
+			mutate: func(nodes []fwk.NodeInfo) {
+				nodes[2].Node().Spec.Unschedulable = true
+				nodes[3].Node().Spec.Unschedulable = true
+			},
+		},
 		{
 			// No node has 4 free L4s and 4 L4 devices exist only on full or
 			// broken nodes: nil, so that Filter and NodeResourcesFit say why.
@@ -163,6 +206,40 @@ func TestPreFilterResult(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// l4Pod asks for one L4.
+func l4Pod() *v1.Pod { return gpuPod("1", map[string]string{devices.AnnotationProducts: "NVIDIA-L4"}) }
+
+func withSelector(p *v1.Pod, key, value string) *v1.Pod {
+	p.Spec.NodeSelector = map[string]string{key: value}
+	return p
+}
+
+func withAffinity(p *v1.Pod, r v1.NodeSelectorRequirement) *v1.Pod {
+	p.Spec.Affinity = &v1.Affinity{NodeAffinity: &v1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &v1.NodeSelector{
+		NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchExpressions: []v1.NodeSelectorRequirement{r}}},
+	}}}
+	return p
+}
+
+// label sets key=value on the fleet's nodes at the indices.
+func label(key, value string, at ...int) func([]fwk.NodeInfo) {
+	return func(nodes []fwk.NodeInfo) {
+		for _, j := range at {
+			nodes[j].Node().Labels[key] = value
+		}
+	}
+}
+
+// taint puts dedicated=x with the effect on the fleet's nodes at the indices.
+func taint(effect v1.TaintEffect, at ...int) func([]fwk.NodeInfo) {
+	return func(nodes []fwk.NodeInfo) {
+		for _, j := range at {
+			n := nodes[j].Node()
+			n.Spec.Taints = append(n.Spec.Taints, v1.Taint{Key: "dedicated", Value: "x", Effect: effect})
+		}
 	}
 }
 

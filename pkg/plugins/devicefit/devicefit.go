@@ -36,6 +36,7 @@ var (
 	_ fwk.EnqueueExtensions = &DeviceFit{}
 	_ fwk.SignPlugin        = &DeviceFit{}
 	_ fwk.PostBindPlugin    = &DeviceFit{}
+	_ fwk.PostFilterPlugin  = &DeviceFit{}
 )
 
 // DeviceFit is the plugin. Its fields are set once by New and never change,
@@ -50,6 +51,9 @@ type DeviceFit struct {
 	// draExtendedResources: a DeviceClass may serve an extended resource from
 	// ResourceSlices (KEP-5004), and such nodes show no allocatable for it.
 	draExtendedResources bool
+	// taintComparisonOperators: the gate TaintToleration reads, so that
+	// ownRules tolerates exactly as it does.
+	taintComparisonOperators bool
 
 	// Counters bound once, so a rejection costs one atomic add and Filter
 	// stays allocation-free.
@@ -83,12 +87,13 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 		return nil, err
 	}
 	pl := &DeviceFit{
-		handle:               h,
-		resources:            set,
-		cache:                devices.NewNodeCache(set),
-		policy:               args.DeviceNodePolicy,
-		allowedCounts:        slices.Sorted(slices.Values(args.AllowedCounts)),
-		draExtendedResources: enabled(features.DRAExtendedResource),
+		handle:                   h,
+		resources:                set,
+		cache:                    devices.NewNodeCache(set),
+		policy:                   args.DeviceNodePolicy,
+		allowedCounts:            slices.Sorted(slices.Values(args.AllowedCounts)),
+		draExtendedResources:     enabled(features.DRAExtendedResource),
+		taintComparisonOperators: enabled(features.TaintTolerationComparisonOperators),
 	}
 	text := make([]string, len(pl.allowedCounts))
 	for i, n := range pl.allowedCounts {

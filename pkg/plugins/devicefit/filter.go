@@ -66,7 +66,9 @@ func (pl *DeviceFit) Filter(ctx context.Context, cycleState fwk.CycleState, pod 
 	cached := s.cache.Lookup(node)
 	if s.deviceFree {
 		if cached != nil && cached.HasDevices() || cached == nil && pl.hasDevices(nodeInfo) {
-			pl.deviceNodeRejections.Inc()
+			if !s.quiet {
+				pl.deviceNodeRejections.Inc()
+			}
 			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ReasonDeviceNode)
 		}
 		return nil
@@ -74,11 +76,15 @@ func (pl *DeviceFit) Filter(ctx context.Context, cycleState fwk.CycleState, pod 
 	for i := range s.demand {
 		m, aboveCapacity := s.judge(cached, nodeInfo, i)
 		if aboveCapacity {
-			pl.capacityRejections.Inc()
+			if !s.quiet {
+				pl.capacityRejections.Inc()
+			}
 			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ReasonAllocatableAboveCapacity)
 		}
 		if m != devices.Match {
-			pl.mismatchRejections[m].Inc()
+			if !s.quiet {
+				pl.mismatchRejections[m].Inc()
+			}
 			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, mismatchReasons[m])
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/devicefit/devicefit/pkg/apis/config"
@@ -33,7 +34,7 @@ func (pl *DeviceFit) PreFilter(ctx context.Context, cycleState fwk.CycleState, p
 		return nil, status
 	}
 	cycleState.Write(preFilterStateKey, s)
-	res := pl.candidates(s, pod, nodes)
+	res := pl.candidates(klog.FromContext(ctx), s, pod, nodes)
 	// Filter must not use the entries: the next cycle reuses the slice.
 	s.entries, s.admitted = nil, nil
 	return res, nil

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/devicefit/devicefit/pkg/devices"
@@ -38,6 +39,12 @@ type preFilterState struct {
 	admitted    []bool
 	numAdmitted int
 	left        [numExclusions]int
+	// listed is the PreFilterResult's node names when candidates returned
+	// one (nil for all nodes); PostFilter reads it.
+	listed sets.Set[string]
+	// quiet: Filter runs only to give reasons (PostFilter, on a copy of the
+	// state) and counts no rejections, which candidates counted already.
+	quiet bool
 }
 
 // matchesNode reports whether node's devices of demand[i] pass the
