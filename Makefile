@@ -40,7 +40,7 @@ COMMANDS := $(filter-out scheduler,$(sort $(notdir $(patsubst %/,%,$(dir $(wildc
 TOOLS := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kubectl
 
 .PHONY: all build scheduler commands tools test test-unit test-integration test-e2e test-faults \
-	fuzz prometheus manifests deploy undeploy image run verify verify-gofmt verify-vet verify-tidy clean help replay replay-report
+	fuzz prometheus manifests deploy krew undeploy image run verify verify-gofmt verify-vet verify-tidy clean help replay replay-report
 
 all: build tools
 
@@ -150,7 +150,7 @@ test-perf-short: $(BIN)/etcd ## scheduler_perf 500-node workloads, both profiles
 
 bench: $(BIN)/etcd ## scheduler_perf 5000-node comparison + micro-benchmarks: table, JSON in bench/, the devicefit/default ratio
 	@mkdir -p $(BENCH_DIR); touch $(BENCH_DIR)/.start
-	$(GO) test -run '^$$' -bench 'Score|Filter' -benchmem ./pkg/plugins/devicepack ./pkg/plugins/devicefit 2>&1 | tee $(BENCH_DIR)/micro.txt
+	$(GO) test -run '^$$' -bench 'Score|Filter|StrandingWorkload' -benchmem ./pkg/plugins/devicepack ./pkg/plugins/devicefit 2>&1 | tee $(BENCH_DIR)/micro.txt
 	$(GO) test -run '^$$' -bench Collect -benchmem ./pkg/metrics 2>&1 | tee -a $(BENCH_DIR)/micro.txt
 	$(GO) test -run '^$$' -bench Replay -benchtime 3x ./pkg/replay 2>&1 | tee -a $(BENCH_DIR)/micro.txt
 	@echo "cd test/perf && go test -count=1 . -run '^$$' -bench BenchmarkPerfScheduling -benchtime=1x -perf-scheduling-label-filter=$(BENCH_LABELS) -data-items-dir=$(BENCH_DIR) $(PERF_FLAGS) (log: $(BENCH_DIR)/go-test.log)"
@@ -218,6 +218,22 @@ undeploy: manifests ## delete what deploy created from the current context
 image: ## the container image (Dockerfile) as IMG, with docker or podman
 	@if [[ -z "$(IMG)" ]]; then echo "image: set IMG=registry/devicefit-scheduler:tag"; exit 2; fi
 	$${CONTAINER_TOOL:-docker} build --build-arg VERSION="$$(hack/version.sh version)" -t $(IMG) .
+
+# Release archives of the kubectl plugin for krew (.krew.yaml): one per
+# platform, each the static binary and README.md. Cross-compiling the plugin
+# four times takes minutes; not part of build or test.
+KREW_PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+KREW_DIR := $(BIN)/krew
+krew: ## kubectl-devicefit release archives for krew in bin/krew/ (VERSION=vX.Y.Z, default hack/version.sh)
+	@version="$${VERSION:-$$(hack/version.sh version)}"; rm -rf $(KREW_DIR); mkdir -p $(KREW_DIR); \
+	for p in $(KREW_PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; dir=$(KREW_DIR)/$$os-$$arch; mkdir -p $$dir; \
+		echo "GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -o $$dir/kubectl-devicefit ./cmd/kubectl-devicefit"; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(DEVICEFIT_LDFLAGS)' -o $$dir/kubectl-devicefit ./cmd/kubectl-devicefit; \
+		cp README.md $$dir/; \
+		tar -C $$dir -czf $(KREW_DIR)/kubectl-devicefit_$${version}_$${os}_$${arch}.tar.gz kubectl-devicefit README.md; \
+	done; \
+	cd $(KREW_DIR) && sha256sum *.tar.gz
 
 run: build tools ## the local run: control plane, GPU fleet, scheduler, workload
 	$(BIN)/localup --bin-dir $(BIN) --config manifests/scheduler-config.yaml $(LOCALUP_FLAGS)

@@ -189,6 +189,9 @@ func runLocal(ctx context.Context, o options, dir string, procs *[]*controlplane
 	}
 	printDevicefitMetrics(os.Stdout, m, sched.URL)
 	printUnschedulable(os.Stdout, settled, invalid)
+	if err := printDay2(ctx, os.Stdout, binDir, cp.AdminKubeconfig, config); err != nil {
+		return err
+	}
 
 	if problems := append(check(nodeList.Items, settled, classes), metricProblems...); len(problems) > 0 {
 		return fmt.Errorf("the placement contradicts the workload's selectors:\n  %s", strings.Join(problems, "\n  "))

@@ -39,6 +39,8 @@ type class struct {
 	allowed []string
 	// invalid pods must end up unschedulable, with a message saying why.
 	invalid bool
+	// nodeSelector is the pod's spec.nodeSelector.
+	nodeSelector map[string]string
 }
 
 func gpus(name v1.ResourceName, n int64) v1.ResourceList {
@@ -53,7 +55,7 @@ func ann(kv ...string) map[string]string {
 	return m
 }
 
-// workload is the demo: 204 pods of every size and selector, four of which
+// workload is the demo: 205 pods of every size and selector, five of which
 // the API admits but no node can take.
 func workload() []class {
 	anyWhole := []string{productH100, productA100x40, productL4Shared}
@@ -108,6 +110,12 @@ func workload() []class {
 			annotations: ann(annMinCompute, "eight"), invalid: true},
 		{name: "invalid-product", count: 1, devices: gpus(resourceGPU, 1),
 			annotations: ann(annProducts, "NVIDIA-B300-SXM6-288GB"), invalid: true},
+		// Its own node selector admits only the A100 40GB nodes, its
+		// annotation only H100s: the message must say so on those nodes
+		// although DeviceFit's candidates are the H100 nodes
+		// (pkg/plugins/devicefit/README.md, "Reasons on the nodes left out").
+		{name: "wrong-pool", count: 1, devices: gpus(resourceGPU, 1),
+			annotations: ann(annProducts, productH100), nodeSelector: map[string]string{poolLabel: "a100-40"}, invalid: true},
 	}
 }
 
@@ -161,6 +169,7 @@ func buildPod(c class, i int, rng *rand.Rand) *v1.Pod {
 		},
 		Spec: v1.PodSpec{
 			SchedulerName: schedulerName,
+			NodeSelector:  c.nodeSelector,
 			Containers: []v1.Container{{
 				Name:      "main",
 				Image:     "registry.k8s.io/pause:3.10.1",

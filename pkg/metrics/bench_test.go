@@ -37,7 +37,7 @@ func BenchmarkCollect5000Nodes(b *testing.B) {
 		b.Fatal(err)
 	}
 	nl, pl := listers(b, nodes, pods)
-	c := &inventoryCollector{source: &Source{Nodes: nl, Pods: pl, Resources: defaultSet(b), Workload: func() *devices.Workload { return wl }}}
+	c := &inventoryCollector{source: &Source{Nodes: nl, Pods: pl, Resources: defaultSet(b), Workload: func([]*v1.Pod) *devices.Workload { return wl }}}
 	// Registration initialises the lazy descriptors.
 	metrics.NewKubeRegistry().CustomMustRegister(c)
 	// 4 products × 4 states + 1 ratio: the buffer holds a whole scrape.

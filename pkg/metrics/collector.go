@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/component-base/metrics"
@@ -17,7 +18,7 @@ var (
 	devicesDesc = metrics.NewDesc(metrics.BuildFQName("", Subsystem, "devices"),
 		"Devices of the cluster's nodes by device resource, product and state: allocatable; allocated "+
 			"(requested by bound pods); free (allocatable minus allocated per node, never negative); stranded "+
-			"(the expected number of free devices that a job of the workload asking for the resource could not use where they are).",
+			"(the expected number of free devices that a job asking for the resource, of the workload of the jobs bound and pending, could not use where they are).",
 		[]string{LabelResource, LabelProduct, LabelState}, nil, metrics.ALPHA, "")
 	fragmentationDesc = metrics.NewDesc(metrics.BuildFQName("", Subsystem, "fragmentation_ratio"),
 		"Stranded devices divided by free devices, per device resource (0 when none is free).",
@@ -31,8 +32,11 @@ type Source struct {
 	Pods      corelisters.PodLister
 	Resources devices.ResourceSet
 	// Workload returns the job distribution stranded devices are counted
-	// against (DevicePack's); nil, or returning nil, counts none stranded.
-	Workload func() *devices.Workload
+	// against, given the pods of the scheduler's cache (DevicePack's:
+	// its profile's workload made of the jobs bound and pending, the measure
+	// `kubectl devicefit inventory` shows too); nil, or returning nil,
+	// counts none stranded.
+	Workload func(pods []*v1.Pod) *devices.Workload
 }
 
 // inventoryCollector computes devicefit_devices and
@@ -99,7 +103,7 @@ func (src *Source) summarize() (Summary, error) {
 	}
 	var w *devices.Workload
 	if src.Workload != nil {
-		w = src.Workload()
+		w = src.Workload(pods)
 	}
 	return Summarize(nodes, pods, src.Resources, w), nil
 }

@@ -40,11 +40,11 @@ func TestInventoryCollector(t *testing.T) {
 	}
 	nl, pl := listers(t, nodes, pods)
 	wl := jobs(t, 4)
-	c := &inventoryCollector{source: &Source{Nodes: nl, Pods: pl, Resources: defaultSet(t), Workload: func() *devices.Workload { return wl }}}
+	c := &inventoryCollector{source: &Source{Nodes: nl, Pods: pl, Resources: defaultSet(t), Workload: func([]*v1.Pod) *devices.Workload { return wl }}}
 
 	// fragmentation: (2 + 3) stranded / (10 + 3) free = 0.38461538461538464.
 	want := `
-# HELP devicefit_devices [ALPHA] Devices of the cluster's nodes by device resource, product and state: allocatable; allocated (requested by bound pods); free (allocatable minus allocated per node, never negative); stranded (the expected number of free devices that a job of the workload asking for the resource could not use where they are).
+# HELP devicefit_devices [ALPHA] Devices of the cluster's nodes by device resource, product and state: allocatable; allocated (requested by bound pods); free (allocatable minus allocated per node, never negative); stranded (the expected number of free devices that a job asking for the resource, of the workload of the jobs bound and pending, could not use where they are).
 # TYPE devicefit_devices gauge
 devicefit_devices{product="NVIDIA-H100-80GB-HBM3",resource="nvidia.com/gpu",state="allocatable"} 16
 devicefit_devices{product="NVIDIA-H100-80GB-HBM3",resource="nvidia.com/gpu",state="allocated"} 6
@@ -72,7 +72,7 @@ func TestInventoryCollectorWithoutSource(t *testing.T) {
 
 func TestSetInventorySource(t *testing.T) {
 	nl, pl := listers(t, nil, nil)
-	withWorkload := Source{Nodes: nl, Pods: pl, Workload: func() *devices.Workload { return nil }}
+	withWorkload := Source{Nodes: nl, Pods: pl, Workload: func([]*v1.Pod) *devices.Workload { return nil }}
 	without := Source{Nodes: nl, Pods: pl}
 
 	saved := inventory.current()

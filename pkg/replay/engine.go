@@ -159,7 +159,6 @@ func prescreenApplies(fw framework.Framework, profile *schedconfig.KubeScheduler
 // fleet and an empty fake API (informers for the plugins that list
 // volumes, DRA objects and the like see nothing).
 func newSimulation(ctx context.Context, pol Policy, fleet []NodeSpec, wl *devices.Workload, opts EngineOptions) (*simulation, error) {
-	logger := klog.FromContext(ctx)
 	initMetrics()
 	registry, err := Registry()
 	if err != nil {
@@ -170,49 +169,12 @@ func newSimulation(ctx context.Context, pol Policy, fleet []NodeSpec, wl *device
 		v1Nodes[i] = NewNode(&fleet[i])
 	}
 	snap := internalcache.NewSnapshot(nil, v1Nodes)
-
-	client := fake.NewClientset()
-	informerFactory := informers.NewSharedInformerFactory(client, 0)
-	var draManager fwk.SharedDRAManager
-	if utilfeature.DefaultFeatureGate.Enabled(features.DynamicResourceAllocation) {
-		claimCache := assumecache.NewAssumeCache(logger, informerFactory.Resource().V1().ResourceClaims().Informer(), "ResourceClaim", "", nil)
-		trackerOpts := resourceslicetracker.Options{
-			EnableDeviceTaintRules:   utilfeature.DefaultFeatureGate.Enabled(features.DRADeviceTaintRules),
-			EnableConsumableCapacity: utilfeature.DefaultFeatureGate.Enabled(features.DRAConsumableCapacity),
-			SliceInformer:            informerFactory.Resource().V1().ResourceSlices(),
-			KubeClient:               client,
-		}
-		if trackerOpts.EnableDeviceTaintRules {
-			trackerOpts.TaintInformer = informerFactory.Resource().V1().DeviceTaintRules()
-		}
-		sliceTracker, err := resourceslicetracker.StartTracker(ctx, trackerOpts)
-		if err != nil {
-			return nil, fmt.Errorf("starting the resource slice tracker: %w", err)
-		}
-		draManager = dynamicresources.NewDRAManager(ctx, claimCache, sliceTracker, informerFactory)
-	}
 	par := max(opts.Parallelism, 1)
-	profile := pol.Profile
-	fw, err := frameworkruntime.NewFramework(ctx, registry, &profile,
-		frameworkruntime.WithClientSet(client),
-		frameworkruntime.WithInformerFactory(informerFactory),
-		frameworkruntime.WithSharedDRAManager(draManager),
-		frameworkruntime.WithSharedCSIManager(nodevolumelimits.NewCSIManager(informerFactory.Storage().V1().CSINodes().Lister())),
-		frameworkruntime.WithSnapshotSharedLister(snap),
-		frameworkruntime.WithEventRecorder(&events.FakeRecorder{}),
-		frameworkruntime.WithWaitingPods(frameworkruntime.NewWaitingPodsMap()),
-		frameworkruntime.WithPodsInPreBind(frameworkruntime.NewPodsInPreBindMap()),
-		frameworkruntime.WithParallelism(par),
-	)
+	fw, err := newFramework(ctx, pol, registry, fake.NewClientset(), snap, par)
 	if err != nil {
-		return nil, fmt.Errorf("policy %s: %w", pol.Name, err)
+		return nil, err
 	}
-	informerFactory.Start(ctx.Done())
-	for typ, ok := range informerFactory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return nil, fmt.Errorf("policy %s: informer for %v did not sync", pol.Name, typ)
-		}
-	}
+	profile := pol.Profile
 
 	s := &simulation{
 		fw:       fw,
@@ -246,6 +208,55 @@ func newSimulation(ctx context.Context, pol Policy, fleet []NodeSpec, wl *device
 		s.refresh(i)
 	}
 	return s, nil
+}
+
+// newFramework builds the framework for a policy, as kube-scheduler's
+// scheduler.New does for a profile, over snap and a fake API client that
+// holds what the plugins read through informers (volumes, DRA objects and
+// the like). The informers are started and synced.
+func newFramework(ctx context.Context, pol Policy, registry frameworkruntime.Registry, client *fake.Clientset, snap *internalcache.Snapshot, par int) (framework.Framework, error) {
+	logger := klog.FromContext(ctx)
+	informerFactory := informers.NewSharedInformerFactory(client, 0)
+	var draManager fwk.SharedDRAManager
+	if utilfeature.DefaultFeatureGate.Enabled(features.DynamicResourceAllocation) {
+		claimCache := assumecache.NewAssumeCache(logger, informerFactory.Resource().V1().ResourceClaims().Informer(), "ResourceClaim", "", nil)
+		trackerOpts := resourceslicetracker.Options{
+			EnableDeviceTaintRules:   utilfeature.DefaultFeatureGate.Enabled(features.DRADeviceTaintRules),
+			EnableConsumableCapacity: utilfeature.DefaultFeatureGate.Enabled(features.DRAConsumableCapacity),
+			SliceInformer:            informerFactory.Resource().V1().ResourceSlices(),
+			KubeClient:               client,
+		}
+		if trackerOpts.EnableDeviceTaintRules {
+			trackerOpts.TaintInformer = informerFactory.Resource().V1().DeviceTaintRules()
+		}
+		sliceTracker, err := resourceslicetracker.StartTracker(ctx, trackerOpts)
+		if err != nil {
+			return nil, fmt.Errorf("starting the resource slice tracker: %w", err)
+		}
+		draManager = dynamicresources.NewDRAManager(ctx, claimCache, sliceTracker, informerFactory)
+	}
+	profile := pol.Profile
+	fw, err := frameworkruntime.NewFramework(ctx, registry, &profile,
+		frameworkruntime.WithClientSet(client),
+		frameworkruntime.WithInformerFactory(informerFactory),
+		frameworkruntime.WithSharedDRAManager(draManager),
+		frameworkruntime.WithSharedCSIManager(nodevolumelimits.NewCSIManager(informerFactory.Storage().V1().CSINodes().Lister())),
+		frameworkruntime.WithSnapshotSharedLister(snap),
+		frameworkruntime.WithEventRecorder(&events.FakeRecorder{}),
+		frameworkruntime.WithWaitingPods(frameworkruntime.NewWaitingPodsMap()),
+		frameworkruntime.WithPodsInPreBind(frameworkruntime.NewPodsInPreBindMap()),
+		frameworkruntime.WithParallelism(par),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("policy %s: %w", pol.Name, err)
+	}
+	informerFactory.Start(ctx.Done())
+	for typ, ok := range informerFactory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return nil, fmt.Errorf("policy %s: informer for %v did not sync", pol.Name, typ)
+		}
+	}
+	return fw, nil
 }
 
 // numFeasibleNodesToFind is upstream's rule (Scheduler.numFeasibleNodesToFind).

@@ -137,30 +137,7 @@ func startPrometheus(t *testing.T, ctx context.Context, sched *scheduler) *prome
 	if err != nil {
 		t.Fatalf("prometheus is not on PATH: %v (`make test-e2e` installs it, hack/install-prometheus.sh)", err)
 	}
-	cs := s.cp.Client
-	if _, err := cs.RbacV1().ClusterRoles().Get(ctx, metricsReaderRole, metav1.GetOptions{}); err != nil {
-		t.Fatalf("ClusterRole %s from the manifests: %v", metricsReaderRole, err)
-	}
-	ns := newNamespace(t)
-	sa := &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "prometheus", Namespace: ns}}
-	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	crb := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: ns + ":prometheus"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: metricsReaderRole},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: ns}},
-	}
-	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), crb.Name, metav1.DeleteOptions{})
-	})
-	token, err := serviceAccountToken(ctx, ns, sa.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	token := metricsReaderToken(t, ctx, "prometheus")
 
 	dir := t.TempDir()
 	tokenFile := writeFile(t, dir, "token", []byte(token))
@@ -251,4 +228,37 @@ func (p *prometheus) logTargets(t *testing.T, ctx context.Context) {
 	for _, a := range targets.Active {
 		t.Logf("target %s job %s: health %s, last error %q", a.ScrapeURL, a.Labels["job"], a.Health, a.LastError)
 	}
+}
+
+// metricsReaderToken returns a token of a new service account, named name
+// in a namespace of its own, bound to the manifests' devicefit:metrics-reader
+// ClusterRole: what a scraper of the scheduler's /metrics needs. The
+// binding is deleted when the test ends.
+func metricsReaderToken(t *testing.T, ctx context.Context, name string) string {
+	t.Helper()
+	cs := s.cp.Client
+	if _, err := cs.RbacV1().ClusterRoles().Get(ctx, metricsReaderRole, metav1.GetOptions{}); err != nil {
+		t.Fatalf("ClusterRole %s from the manifests: %v", metricsReaderRole, err)
+	}
+	ns := newNamespace(t)
+	sa := &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	crb := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: ns + ":" + name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: metricsReaderRole},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: ns}},
+	}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), crb.Name, metav1.DeleteOptions{})
+	})
+	token, err := serviceAccountToken(ctx, ns, sa.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return token
 }

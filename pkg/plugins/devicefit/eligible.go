@@ -6,6 +6,7 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/features"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/helper"
 )
 
@@ -33,6 +34,15 @@ func newOwnRules(logger klog.Logger, pod *v1.Pod, comparisonOperators bool) ownR
 		comparisonOperators: comparisonOperators,
 		logger:              logger,
 	}
+}
+
+// PodRules returns whether the pod's own node rules (ownRules: node
+// selector, required node affinity, tolerations) admit a node, under this
+// process's feature gates: the nodes on which a pending pod's message gives
+// the real reason. For tools that explain the scheduler's messages.
+func PodRules(logger klog.Logger, pod *v1.Pod) func(*v1.Node) bool {
+	r := newOwnRules(logger, pod, enabled(features.TaintTolerationComparisonOperators))
+	return r.admit
 }
 
 // unschedulableTaint is the taint a cordoned node implies (NodeUnschedulable).

@@ -11,7 +11,9 @@ import (
 	"fmt"
 	"sync"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/devicefit/devicefit/pkg/apis/config"
@@ -104,20 +106,24 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 		// workload that DevicePack scores with.
 		core := h.SharedInformerFactory().Core().V1()
 		metrics.SetInventorySource(metrics.Source{
-			Nodes: core.Nodes().Lister(), Pods: core.Pods().Lister(), Resources: set, Workload: pl.currentWorkload,
+			Nodes: core.Nodes().Lister(), Pods: core.Pods().Lister(), Resources: set, Workload: func(pods []*v1.Pod) *devices.Workload { return strandingWorkload(args, pods) },
 		})
 	}
 	return pl, nil
 }
 
-// currentWorkload is the workload snapshot for the metrics collector; nil
-// while an observed workload has seen no device pod.
-func (pl *DevicePack) currentWorkload() *devices.Workload {
-	wl, err := pl.workload.snapshot()
+// strandingWorkload is what devicefit_devices counts stranded devices
+// against: the profile's workload made of the jobs bound and pending now
+// (EstimateWorkload), so that the gauge and `kubectl devicefit inventory`,
+// which reads the API server only, agree; the histogram DevicePack scores
+// with also weighs pods that are gone. nil when none is known.
+func strandingWorkload(args *config.DevicePackArgs, pods []*v1.Pod) *devices.Workload {
+	w, err := EstimateWorkload(args, pods)
 	if err != nil {
+		klog.ErrorS(err, "Estimating the workload of devicefit_devices")
 		return nil
 	}
-	return wl
+	return w
 }
 
 // Name returns the plugin name.

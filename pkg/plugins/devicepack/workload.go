@@ -128,16 +128,7 @@ func (w *workload) observe(uid string, demand devices.Demand, milliCPU, memoryBy
 	if !w.seen.insert(uid) {
 		return
 	}
-	// The class is the pod's largest device request: a pod asking for two
-	// kinds of devices is rare, and its biggest ask is what strands capacity.
-	r := demand[0]
-	for _, d := range demand[1:] {
-		if d.Count > r.Count {
-			r = d
-		}
-	}
-	key := classKey{resource: r.Name, devices: r.Count, milliCPU: roundUp3(milliCPU), memoryBytes: roundUp3(memoryBytes), selector: selector}
-	w.add(key, sel, w.scale)
+	w.add(classOf(demand, milliCPU, memoryBytes, selector), sel, w.scale)
 	w.n++
 	w.scale = math.Exp2(w.n / w.halfLife)
 	if w.scale > rescaleAt {
@@ -146,6 +137,19 @@ func (w *workload) observe(uid string, demand devices.Demand, milliCPU, memoryBy
 		}
 		w.n, w.scale = 0, 1
 	}
+}
+
+// classOf is a device pod's class: its largest device request (a pod
+// asking for two kinds of devices is rare, and its biggest ask is what
+// strands capacity), its CPU and memory rounded up, its selector.
+func classOf(demand devices.Demand, milliCPU, memoryBytes int64, selector string) classKey {
+	r := demand[0]
+	for _, d := range demand[1:] {
+		if d.Count > r.Count {
+			r = d
+		}
+	}
+	return classKey{resource: r.Name, devices: r.Count, milliCPU: roundUp3(milliCPU), memoryBytes: roundUp3(memoryBytes), selector: selector}
 }
 
 // snapshot returns the current distribution; the result is immutable and

@@ -1,0 +1,163 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/devicefit/devicefit/pkg/replay"
+)
+
+// lister lists one kind of object the scheduler's plugins read through
+// informers, into objects.
+type lister struct {
+	kind string
+	list func(ctx context.Context, cs kubernetes.Interface) ([]runtime.Object, error)
+}
+
+func listOf[T any, PT interface {
+	*T
+	runtime.Object
+}](items []T) []runtime.Object {
+	out := make([]runtime.Object, len(items))
+	for i := range items {
+		out[i] = PT(&items[i])
+	}
+	return out
+}
+
+var all = metav1.ListOptions{}
+
+// informerKinds are what upstream's default plugins and DeviceFit read
+// besides nodes and pods: InterPodAffinity namespaces; PodTopologySpread's
+// default constraints the owners; the volume plugins claims, volumes,
+// classes and CSI objects; DynamicResources the DRA objects.
+var informerKinds = []lister{
+	{"namespaces", func(ctx context.Context, cs kubernetes.Interface) ([]runtime.Object, error) {
+		l, err := cs.CoreV1().Namespaces().List(ctx, all)
+		if err != nil {
+			return nil, err
+		}
+		return listOf(l.Items), nil
+	}},
+	{"services", func(ctx context.Context, cs kubernetes.Interface) ([]runtime.Object, error) {
+		l, err := cs.CoreV1().Services("").List(ctx, all)
+		if err != nil {
+			return nil, err
+		}
+		return listOf(l.Items), nil
+	}},
+	{"replicasets", func(ctx context.Context, cs kubernetes.Interface) ([]runtime.Object, error) {
+		l, err := cs.AppsV1().ReplicaSets("").List(ctx, all)
+		if err != nil {
+			return nil, err
+		}
+		return listOf(l.Items), nil
+	}},
+	{"statefulsets", func(ctx context.Context, cs kubernetes.Interface) ([]runtime.Object, error) {
+		l, err := cs.AppsV1().StatefulSets("").List(ctx, all)
+		if err != nil {
+			return nil, err
+		}
+		return listOf(l.Items), nil
+	}},
+	{"persistentvolumeclaims", func(ctx context.Context, cs kubernetes.Interface) ([]runtime.Object, error) {
+		l, err := cs.CoreV1().PersistentVolumeClaims("").List(ctx, all)
+		if err != nil {
+			return nil, err
+		}
+		return listOf(l.Items), nil
+	}},
+	{"persistentvolumes", func(ctx context.Context, cs kubernetes.Interface) ([]runtime.Object, error) {
+		l, err := cs.CoreV1().PersistentVolumes().List(ctx, all)
+		if err != nil {
+			return nil, err
+		}
+		return listOf(l.Items), nil
+	}},
+	{"storageclasses", func(ctx context.Context, cs kubernetes.Interface) ([]runtime.Object, error) {
+		l, err := cs.StorageV1().StorageClasses().List(ctx, all)
+		if err != nil {
+			return nil, err
+		}
+		return listOf(l.Items), nil
+	}},
+	{"csinodes", func(ctx context.Context, cs kubernetes.Interface) ([]runtime.Object, error) {
+		l, err := cs.StorageV1().CSINodes().List(ctx, all)
+		if err != nil {
+			return nil, err
+		}
+		return listOf(l.Items), nil
+	}},
+	{"csidrivers", func(ctx context.Context, cs kubernetes.Interface) ([]runtime.Object, error) {
+		l, err := cs.StorageV1().CSIDrivers().List(ctx, all)
+		if err != nil {
+			return nil, err
+		}
+		return listOf(l.Items), nil
+	}},
+	{"resourceslices", func(ctx context.Context, cs kubernetes.Interface) ([]runtime.Object, error) {
+		l, err := cs.ResourceV1().ResourceSlices().List(ctx, all)
+		if err != nil {
+			return nil, err
+		}
+		return listOf(l.Items), nil
+	}},
+	{"deviceclasses", func(ctx context.Context, cs kubernetes.Interface) ([]runtime.Object, error) {
+		l, err := cs.ResourceV1().DeviceClasses().List(ctx, all)
+		if err != nil {
+			return nil, err
+		}
+		return listOf(l.Items), nil
+	}},
+	{"resourceclaims", func(ctx context.Context, cs kubernetes.Interface) ([]runtime.Object, error) {
+		l, err := cs.ResourceV1().ResourceClaims("").List(ctx, all)
+		if err != nil {
+			return nil, err
+		}
+		return listOf(l.Items), nil
+	}},
+}
+
+// Snapshot lists the cluster's nodes and pods, which it must, and what the
+// plugins read through informers, which it may: a kind the caller may not
+// list or the server does not serve is left out with a warning (a plugin
+// then sees none of it, e.g. no DRA devices).
+func Snapshot(ctx context.Context, cs kubernetes.Interface) (replay.Cluster, []string, error) {
+	var c replay.Cluster
+	nodes, err := cs.CoreV1().Nodes().List(ctx, all)
+	if err != nil {
+		return c, nil, fmt.Errorf("listing nodes: %w", err)
+	}
+	pods, err := cs.CoreV1().Pods("").List(ctx, all)
+	if err != nil {
+		return c, nil, fmt.Errorf("listing pods: %w", err)
+	}
+	c.Nodes, c.Pods = Pointers(nodes.Items), Pointers(pods.Items)
+	var warnings []string
+	for _, k := range informerKinds {
+		objs, err := k.list(ctx, cs)
+		switch {
+		case apierrors.IsForbidden(err) || apierrors.IsNotFound(err):
+			warnings = append(warnings, fmt.Sprintf("%s left out of the snapshot: %v", k.kind, err))
+		case err != nil:
+			return c, warnings, fmt.Errorf("listing %s: %w", k.kind, err)
+		default:
+			c.Objects = append(c.Objects, objs...)
+		}
+	}
+	return c, warnings, nil
+}
+
+// Pointers returns pointers to the items of a list.
+func Pointers[T any](items []T) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
+}

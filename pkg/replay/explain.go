@@ -1,0 +1,258 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/devicefit/devicefit/pkg/devices"
+	"github.com/devicefit/devicefit/pkg/plugins/devicefit"
+)
+
+// Cluster is a snapshot of a live cluster, as listed from its API server.
+type Cluster struct {
+	Nodes []*v1.Node
+	// Pods are all pods; those bound and not terminated hold their nodes'
+	// resources.
+	Pods []*v1.Pod
+	// Objects are what plugins read through informers besides nodes and
+	// pods: namespaces, DRA objects (ResourceSlices, DeviceClasses,
+	// ResourceClaims), volumes, CSINodes, ...
+	Objects []runtime.Object
+}
+
+// NodeVerdict is what the profile's Filter plugins say of one node, and,
+// for a feasible node, its scores.
+type NodeVerdict struct {
+	Node     string `json:"node"`
+	Feasible bool   `json:"feasible"`
+	// Plugin is the Filter plugin that rejected the node.
+	Plugin  string   `json:"plugin,omitempty"`
+	Reasons []string `json:"reasons,omitempty"`
+	// Listed: the node is in the PreFilter plugins' node list (all nodes
+	// when they named none).
+	Listed bool `json:"listed"`
+	// Scores are the weighted, normalised scores per plugin; Total their
+	// sum (feasible nodes only).
+	Scores []PluginScore `json:"scores,omitempty"`
+	Total  int64         `json:"total,omitempty"`
+}
+
+// PluginScore is one plugin's weighted score of a node.
+type PluginScore struct {
+	Plugin string `json:"plugin"`
+	Score  int64  `json:"score"`
+}
+
+// Explanation is one scheduling cycle of a pod under a profile, with every
+// node judged.
+type Explanation struct {
+	Pod     string `json:"pod"`
+	Profile string `json:"profile"`
+	// Demand and Selector are the pod's device requests and devicefit.io
+	// selector as DeviceFit parses them; DemandError or SelectorError when
+	// they do not parse.
+	Demand        []string `json:"demand"`
+	DemandError   string   `json:"demandError,omitempty"`
+	Selector      []string `json:"selector,omitempty"`
+	SelectorError string   `json:"selectorError,omitempty"`
+	// PreFilterPlugin and PreFilterReason are set when a PreFilter plugin
+	// rejects the pod: then no node is judged.
+	PreFilterPlugin string        `json:"preFilterPlugin,omitempty"`
+	PreFilterReason string        `json:"preFilterReason,omitempty"`
+	Nodes           []NodeVerdict `json:"nodes,omitempty"`
+	// Chosen is the feasible node with the highest total score ("" when
+	// none is feasible).
+	Chosen string `json:"chosen,omitempty"`
+	// Message is what the scheduler writes into the pod's PodScheduled
+	// condition for this cycle, up to the part preemption adds; "" when
+	// the pod fits.
+	Message string `json:"message,omitempty"`
+}
+
+// Explain runs one scheduling cycle of pod under the policy over a snapshot
+// of the cluster, as kube-scheduler does (PreFilter, Filter, PreScore,
+// Score), but judges every node with the Filter plugins, also those the
+// PreFilter plugins' node list leaves out, and scores every feasible node
+// (the scheduler may sample percentageOfNodesToScore of them). A bound pod
+// is explained as if it were pending: it is taken off its node.
+func Explain(ctx context.Context, pol Policy, c Cluster, pod *v1.Pod) (*Explanation, error) {
+	initMetrics()
+	registry, err := Registry()
+	if err != nil {
+		return nil, err
+	}
+	target := pod.DeepCopy()
+	target.Spec.NodeName = ""
+	var bound []*v1.Pod
+	for _, p := range c.Pods {
+		if p.Spec.NodeName == "" || p.UID == pod.UID && p.Namespace == pod.Namespace && p.Name == pod.Name ||
+			p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
+			continue
+		}
+		bound = append(bound, p)
+	}
+	snap := internalcache.NewSnapshot(bound, c.Nodes)
+	objects := append([]runtime.Object(nil), c.Objects...)
+	for _, n := range c.Nodes {
+		objects = append(objects, n)
+	}
+	for _, p := range bound {
+		objects = append(objects, p)
+	}
+	fw, err := newFramework(ctx, pol, registry, fake.NewClientset(objects...), snap, 1)
+	if err != nil {
+		return nil, err
+	}
+	e := &Explanation{Pod: pod.Namespace + "/" + pod.Name, Profile: pol.Profile.SchedulerName}
+	e.describeDemand(target)
+
+	nodes, err := snap.NodeInfos().List()
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Node().Name < nodes[j].Node().Name })
+	state := framework.NewCycleState()
+	preRes, status, narrowedBy := fw.RunPreFilterPlugins(ctx, state, target)
+	if !status.IsSuccess() {
+		if !status.IsRejected() {
+			return nil, fmt.Errorf("PreFilter: %w", status.AsError())
+		}
+		e.PreFilterPlugin, e.PreFilterReason = status.Plugin(), status.Message()
+		e.Message = fmt.Sprintf("0/%d nodes are available: %s.", len(nodes), status.Message())
+		return e, nil
+	}
+	statuses := framework.NewDefaultNodeToStatus()
+	var feasible []fwk.NodeInfo
+	admit := devicefit.PodRules(klog.FromContext(ctx), target)
+	for _, ni := range nodes {
+		st := fw.RunFilterPlugins(ctx, state, target, ni)
+		v := NodeVerdict{Node: ni.Node().Name, Feasible: st.IsSuccess(), Listed: preRes.AllNodes() || preRes.NodeNames.Has(ni.Node().Name)}
+		switch {
+		case st.IsSuccess():
+			if v.Listed {
+				feasible = append(feasible, ni)
+			}
+		case st.IsRejected():
+			v.Plugin, v.Reasons = st.Plugin(), st.Reasons()
+		default:
+			return nil, fmt.Errorf("Filter on %s: %w", v.Node, st.AsError())
+		}
+		// The scheduler filters the listed nodes; DeviceFit's PostFilter
+		// gives the others that the pod's own rules admit their verdict
+		// (pkg/plugins/devicefit, PostFilter). The rest keep the
+		// framework's "didn't satisfy plugin(s)".
+		if !v.Feasible && (v.Listed || admit(ni.Node())) {
+			statuses.Set(v.Node, st)
+		}
+		e.Nodes = append(e.Nodes, v)
+	}
+	if len(feasible) == 0 {
+		if !preRes.AllNodes() {
+			statuses.SetAbsentNodesStatus(fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
+				fmt.Sprintf("node(s) didn't satisfy plugin(s) %v", sets.List(narrowedBy))))
+		}
+		fitErr := &framework.FitError{Pod: target, NumAllNodes: len(nodes), Diagnosis: framework.Diagnosis{NodeToStatus: statuses}}
+		e.Message = fitErr.Error()
+		return e, nil
+	}
+	if err := e.score(ctx, fw, state, target, feasible); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// score runs PreScore and Score on the feasible nodes and picks the
+// highest total, the first by name among equals.
+func (e *Explanation) score(ctx context.Context, fw framework.Framework, state fwk.CycleState, pod *v1.Pod, feasible []fwk.NodeInfo) error {
+	if !fw.HasScorePlugins() || len(feasible) == 1 {
+		e.Chosen = feasible[0].Node().Name
+		return nil
+	}
+	if st := fw.RunPreScorePlugins(ctx, state, pod, feasible); !st.IsSuccess() {
+		return fmt.Errorf("PreScore: %w", st.AsError())
+	}
+	scores, st := fw.RunScorePlugins(ctx, state, pod, feasible)
+	if !st.IsSuccess() {
+		return fmt.Errorf("Score: %w", st.AsError())
+	}
+	byName := map[string]*NodeVerdict{}
+	for i := range e.Nodes {
+		byName[e.Nodes[i].Node] = &e.Nodes[i]
+	}
+	var best int64
+	for _, s := range scores {
+		v := byName[s.Name]
+		v.Total = s.TotalScore
+		for _, ps := range s.Scores {
+			v.Scores = append(v.Scores, PluginScore{Plugin: ps.Name, Score: ps.Score})
+		}
+		if e.Chosen == "" || s.TotalScore > best || s.TotalScore == best && s.Name < e.Chosen {
+			e.Chosen, best = s.Name, s.TotalScore
+		}
+	}
+	return nil
+}
+
+// describeDemand records the pod's device requests and selector as
+// DeviceFit reads them (its default device resources).
+func (e *Explanation) describeDemand(pod *v1.Pod) {
+	set, err := devices.NewResourceSet(devices.DefaultResourcePatterns())
+	if err != nil {
+		e.DemandError = err.Error()
+		return
+	}
+	demand, err := devices.PodDemand(pod, set)
+	if err != nil {
+		e.DemandError = err.Error()
+	}
+	for _, r := range demand {
+		e.Demand = append(e.Demand, fmt.Sprintf("%d %s", r.Count, r.Name))
+	}
+	sel, err := devices.ParseSelector(pod.Annotations)
+	if err != nil {
+		e.SelectorError = err.Error()
+		return
+	}
+	e.Selector = describeSelector(sel)
+}
+
+func describeSelector(s devices.Selector) []string {
+	var out []string
+	patterns := func(ps []devices.ProductPattern) string {
+		names := make([]string, len(ps))
+		for i, p := range ps {
+			names[i] = p.String()
+		}
+		return strings.Join(names, ", ")
+	}
+	if len(s.Products) > 0 {
+		out = append(out, "products: "+patterns(s.Products))
+	}
+	if len(s.ExcludeProducts) > 0 {
+		out = append(out, "excluded products: "+patterns(s.ExcludeProducts))
+	}
+	if s.MinMemoryMiB > 0 {
+		out = append(out, fmt.Sprintf("device memory at least %d MiB", s.MinMemoryMiB))
+	}
+	if len(s.Families) > 0 {
+		out = append(out, "families: "+strings.Join(s.Families, ", "))
+	}
+	if s.MinCompute != nil {
+		out = append(out, fmt.Sprintf("compute capability at least %d.%d", s.MinCompute.Major, s.MinCompute.Minor))
+	}
+	if s.Sharing != "" && s.Sharing != devices.SharingAny {
+		out = append(out, "sharing: "+string(s.Sharing))
+	}
+	return out
+}
