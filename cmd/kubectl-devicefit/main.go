@@ -1,6 +1,7 @@
 // Command kubectl-devicefit is the kubectl plugin of devicefit (`kubectl
 // devicefit`): what a cluster's devices are, which are free and which
-// stranded, and why a pod fits where it does or nowhere. It reads the API
+// stranded, why a pod fits where it does or nowhere, and the cluster as a
+// replay scenario. It reads the API
 // server only, with the caller's kubeconfig
 // (cli-runtime's flags: --kubeconfig, --context, -n, ...).
 //
@@ -55,6 +56,6 @@ API server only; the scheduler need not run.`,
 		Version:       version.Get().GitVersion,
 	}
 	flags.AddFlags(cmd.PersistentFlags())
-	cmd.AddCommand(newInventoryCommand(flags, streams), newExplainCommand(flags, streams))
+	cmd.AddCommand(newInventoryCommand(flags, streams), newExplainCommand(flags, streams), newSnapshotCommand(flags, streams))
 	return cmd
 }
