@@ -37,7 +37,7 @@ KUBE_LDFLAGS = $(shell hack/version.sh kube-ldflags)
 
 # Commands other than the scheduler are built as bin/<dir name>.
 COMMANDS := $(filter-out scheduler,$(sort $(notdir $(patsubst %/,%,$(dir $(wildcard cmd/*/*.go))))))
-TOOLS := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kubectl
+TOOLS := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kubectl
 
 .PHONY: all build scheduler commands tools test test-unit test-integration test-e2e test-faults \
 	fuzz prometheus manifests deploy krew undeploy image run verify verify-gofmt verify-vet verify-tidy clean help replay replay-report
@@ -60,7 +60,7 @@ commands:
 		$(GO) build -ldflags '$(DEVICEFIT_LDFLAGS)' -o $(BIN)/$$c ./cmd/$$c; \
 	done
 
-tools: $(TOOLS) ## bin/etcd, bin/kube-apiserver, bin/kubectl from the module graph
+tools: $(TOOLS) ## bin/etcd, bin/kube-apiserver, bin/kube-controller-manager, bin/kubectl from the module graph
 
 # go build leaves an up-to-date binary untouched; the touch marks it newer than
 # go.mod so that make stops asking.
@@ -70,6 +70,12 @@ $(BIN)/etcd: go.mod go.sum
 
 $(BIN)/kube-apiserver: go.mod go.sum
 	$(GO) build -ldflags '$(KUBE_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kube-apiserver
+	@touch $@
+
+# The e2e day-2 tests need controllers: evicted pods recreated by their
+# ReplicaSet, PodDisruptionBudget status kept by the disruption controller.
+$(BIN)/kube-controller-manager: go.mod go.sum
+	$(GO) build -ldflags '$(KUBE_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kube-controller-manager
 	@touch $@
 
 $(BIN)/kubectl: go.mod go.sum
@@ -88,15 +94,17 @@ test-integration: ## integration tests against a real apiserver (race detector o
 
 # The built binaries end to end: manifests/ applied (on the real
 # prometheus-operator CRDs), the scheduler under the manifests' identity, a
-# real Prometheus scraping it. PROMETHEUS_OPERATOR_CRDS may name a CRD
+# real Prometheus scraping it; test/e2e/day2 adds kube-controller-manager for
+# kubectl devicefit defrag --apply. -p 1: one control plane at a time on
+# small machines. PROMETHEUS_OPERATOR_CRDS may name a CRD
 # directory instead of the one fetched through the module proxy. -count=1:
 # Go's test cache cannot see what the binaries and kubectl read (manifests/),
 # so a cached pass could hide a broken manifest.
 test-e2e: build tools prometheus ## end-to-end tests with bin/, the manifests and a real Prometheus
 	@crds="$${PROMETHEUS_OPERATOR_CRDS:-$$(hack/prometheus-operator-crds.sh $(PROMETHEUS_OPERATOR_VERSION))}"; \
-	echo "DEVICEFIT_BIN_DIR=$(abspath $(BIN)) PROMETHEUS_OPERATOR_CRDS=$$crds $(GO) test -count=1 -timeout $(E2E_TIMEOUT) $(GOTESTFLAGS) ./test/e2e"; \
+	echo "DEVICEFIT_BIN_DIR=$(abspath $(BIN)) PROMETHEUS_OPERATOR_CRDS=$$crds $(GO) test -p 1 -count=1 -timeout $(E2E_TIMEOUT) $(GOTESTFLAGS) ./test/e2e ./test/e2e/day2"; \
 	DEVICEFIT_BIN_DIR="$(abspath $(BIN))" PROMETHEUS_OPERATOR_CRDS="$$crds" \
-		$(GO) test -count=1 -timeout $(E2E_TIMEOUT) $(GOTESTFLAGS) ./test/e2e
+		$(GO) test -p 1 -count=1 -timeout $(E2E_TIMEOUT) $(GOTESTFLAGS) ./test/e2e ./test/e2e/day2
 
 # Fault injection with the built binaries (test/e2e/faults, a control plane
 # of its own): leader failover with SIGKILL (2000 pods, the takeover time in

@@ -1,13 +1,13 @@
 // Command kubectl-devicefit is the kubectl plugin of devicefit (`kubectl
 // devicefit`): what a cluster's devices are, which are free and which
-// stranded, why a pod fits where it does or nowhere, and the cluster as a
-// replay scenario. It reads the API
+// stranded, why a pod fits where it does or nowhere, the fewest pod moves
+// that make it fit, and the cluster as a replay scenario. It reads the API
 // server only, with the caller's kubeconfig
 // (cli-runtime's flags: --kubeconfig, --context, -n, ...).
 //
 // Exit codes: 0 done, 1 an error (a bad flag, the API server refused or
 // failed), 2 from explain when the pod fits no node (the explanation is
-// printed).
+// printed) and from defrag when no plan makes it fit.
 package main
 
 import (
@@ -56,6 +56,6 @@ API server only; the scheduler need not run.`,
 		Version:       version.Get().GitVersion,
 	}
 	flags.AddFlags(cmd.PersistentFlags())
-	cmd.AddCommand(newInventoryCommand(flags, streams), newExplainCommand(flags, streams), newSnapshotCommand(flags, streams))
+	cmd.AddCommand(newInventoryCommand(flags, streams), newExplainCommand(flags, streams), newSnapshotCommand(flags, streams), newDefragCommand(flags, streams))
 	return cmd
 }

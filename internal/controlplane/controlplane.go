@@ -4,9 +4,10 @@
 // the local run (cmd/localup) and the end-to-end tests (test/e2e), and uses
 // the binaries the Makefile builds into bin/ (`make build tools`).
 //
-// There is no kubelet and no controller-manager: nodes are API objects whose
-// status the caller writes, pods are bound and never run, and service account
-// tokens come only from the TokenRequest API.
+// There is no kubelet, and no controller-manager unless a caller starts one
+// with only the controllers it needs (StartControllerManager): nodes are API
+// objects whose status the caller writes, pods are bound and never run, and
+// service account tokens come only from the TokenRequest API.
 package controlplane
 
 import (
@@ -64,8 +65,9 @@ type ControlPlane struct {
 	// uses it.
 	RESTConfig *rest.Config
 	Client     kubernetes.Interface
-	// Etcd and APIServer are the two processes.
-	Etcd, APIServer *Process
+	// Etcd and APIServer are the two processes; ControllerManager is set
+	// once StartControllerManager started it.
+	Etcd, APIServer, ControllerManager *Process
 
 	grace   time.Duration
 	apiPort int
@@ -118,7 +120,7 @@ func (cp *ControlPlane) start(ctx context.Context) error {
 // Processes are the processes started, in start order.
 func (cp *ControlPlane) Processes() []*Process {
 	var out []*Process
-	for _, p := range []*Process{cp.Etcd, cp.APIServer} {
+	for _, p := range []*Process{cp.Etcd, cp.APIServer, cp.ControllerManager} {
 		if p != nil {
 			out = append(out, p)
 		}
@@ -126,7 +128,7 @@ func (cp *ControlPlane) Processes() []*Process {
 	return out
 }
 
-// Stop stops the apiserver, then etcd. Dir stays.
+// Stop stops the controller-manager, the apiserver, then etcd. Dir stays.
 func (cp *ControlPlane) Stop() {
 	procs := cp.Processes()
 	for i := len(procs) - 1; i >= 0; i-- {

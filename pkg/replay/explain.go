@@ -80,23 +80,27 @@ type Explanation struct {
 	Message string `json:"message,omitempty"`
 }
 
-// Explain runs one scheduling cycle of pod under the policy over a snapshot
-// of the cluster, as kube-scheduler does (PreFilter, Filter, PreScore,
-// Score), but judges every node with the Filter plugins, also those the
-// PreFilter plugins' node list leaves out, and scores every feasible node
-// (the scheduler may sample percentageOfNodesToScore of them). A bound pod
-// is explained as if it were pending: it is taken off its node.
-func Explain(ctx context.Context, pol Policy, c Cluster, pod *v1.Pod) (*Explanation, error) {
+// clusterSim is the framework of a policy over a snapshot of a cluster.
+type clusterSim struct {
+	fw   framework.Framework
+	snap *internalcache.Snapshot
+	// nodes are the snapshot's, by name.
+	nodes []fwk.NodeInfo
+}
+
+// newClusterSim builds the policy's framework over the cluster's nodes and
+// the pods bound there and not terminated, but for except (a pod to place
+// anew; nil for none). The fake API client holds the cluster's objects for
+// the plugins' informers.
+func newClusterSim(ctx context.Context, pol Policy, c Cluster, except *v1.Pod) (*clusterSim, error) {
 	initMetrics()
 	registry, err := Registry()
 	if err != nil {
 		return nil, err
 	}
-	target := pod.DeepCopy()
-	target.Spec.NodeName = ""
 	var bound []*v1.Pod
 	for _, p := range c.Pods {
-		if p.Spec.NodeName == "" || p.UID == pod.UID && p.Namespace == pod.Namespace && p.Name == pod.Name ||
+		if p.Spec.NodeName == "" || except != nil && p.Namespace == except.Namespace && p.Name == except.Name ||
 			p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
 			continue
 		}
@@ -114,14 +118,30 @@ func Explain(ctx context.Context, pol Policy, c Cluster, pod *v1.Pod) (*Explanat
 	if err != nil {
 		return nil, err
 	}
-	e := &Explanation{Pod: pod.Namespace + "/" + pod.Name, Profile: pol.Profile.SchedulerName}
-	e.describeDemand(target)
-
 	nodes, err := snap.NodeInfos().List()
 	if err != nil {
 		return nil, err
 	}
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Node().Name < nodes[j].Node().Name })
+	return &clusterSim{fw: fw, snap: snap, nodes: nodes}, nil
+}
+
+// Explain runs one scheduling cycle of pod under the policy over a snapshot
+// of the cluster, as kube-scheduler does (PreFilter, Filter, PreScore,
+// Score), but judges every node with the Filter plugins, also those the
+// PreFilter plugins' node list leaves out, and scores every feasible node
+// (the scheduler may sample percentageOfNodesToScore of them). A bound pod
+// is explained as if it were pending: it is taken off its node.
+func Explain(ctx context.Context, pol Policy, c Cluster, pod *v1.Pod) (*Explanation, error) {
+	target := pod.DeepCopy()
+	target.Spec.NodeName = ""
+	sim, err := newClusterSim(ctx, pol, c, pod)
+	if err != nil {
+		return nil, err
+	}
+	fw, nodes := sim.fw, sim.nodes
+	e := &Explanation{Pod: pod.Namespace + "/" + pod.Name, Profile: pol.Profile.SchedulerName}
+	e.describeDemand(target)
 	state := framework.NewCycleState()
 	preRes, status, narrowedBy := fw.RunPreFilterPlugins(ctx, state, target)
 	if !status.IsSuccess() {

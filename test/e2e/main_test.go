@@ -24,6 +24,9 @@
 //   - secureport_test.go   TestSecurePortRefusesAnonymous
 //   - prometheus_test.go   a real Prometheus; TestPrometheusScrapesScheduler
 //   - rules_test.go        TestPrometheusRulesPromtool
+//   - inventory_test.go    kubectl devicefit inventory against the gauges
+//   - explain_test.go      kubectl devicefit explain against the scheduler's messages
+//   - snapshot_test.go     kubectl devicefit snapshot through bin/replay
 //
 // What other e2e packages need too (kubectl, the manifests' install, the
 // ServiceAccount identity, the deployed configuration, device pods, GFD
