@@ -22,11 +22,13 @@ type Figures struct {
 	WholeFreeNodes int `json:"wholeFreeNodes"`
 }
 
-// DefragReport is a plan with the figures before and after it.
+// DefragReport is a plan (for a pod, or for whole-free nodes) with the
+// figures before and after it.
 type DefragReport struct {
-	Plan   *replay.DefragPlan `json:"plan"`
-	Before Figures            `json:"before"`
-	After  Figures            `json:"after"`
+	Plan      *replay.DefragPlan    `json:"plan,omitempty"`
+	FreeNodes *replay.FreeNodesPlan `json:"freeNodes,omitempty"`
+	Before    Figures               `json:"before"`
+	After     Figures               `json:"after"`
 }
 
 // FiguresOf counts free and stranded devices (devicefit_devices' measure)
@@ -55,15 +57,15 @@ func FiguresOf(nodes []*v1.Node, pods []*v1.Pod, set devices.ResourceSet, w *dev
 	return f
 }
 
-// AfterPlan is pods as they would be once the plan is done: the moved pods
-// on their new nodes, the target on its node.
-func AfterPlan(pods []*v1.Pod, plan *replay.DefragPlan) []*v1.Pod {
+// AfterMoves is pods as they would be once the moves are done, and, when
+// target is set, it is bound to node.
+func AfterMoves(pods []*v1.Pod, moves []replay.Move, target, node string) []*v1.Pod {
 	to := map[string]string{}
-	for _, m := range plan.Moves {
+	for _, m := range moves {
 		to[m.Pod] = m.To
 	}
-	if plan.Fits {
-		to[plan.Target] = plan.Node
+	if target != "" {
+		to[target] = node
 	}
 	out := make([]*v1.Pod, len(pods))
 	for i, p := range pods {
@@ -78,20 +80,35 @@ func AfterPlan(pods []*v1.Pod, plan *replay.DefragPlan) []*v1.Pod {
 
 // PrintDefrag writes the plan for people: the moves, then the figures.
 func PrintDefrag(w io.Writer, r *DefragReport) error {
-	p := r.Plan
-	switch {
-	case !p.Fits:
-		fmt.Fprintf(w, "No plan for %s: %s.\n", p.Target, p.Reason)
-		return nil
-	case len(p.Moves) == 0:
-		fmt.Fprintf(w, "%s fits now (on %s, for one): nothing to move.\n", p.Target, p.Node)
-		return nil
+	var moves []replay.Move
+	if p := r.Plan; p != nil {
+		switch {
+		case !p.Fits:
+			fmt.Fprintf(w, "No plan for %s: %s.\n", p.Target, p.Reason)
+			return nil
+		case len(p.Moves) == 0:
+			fmt.Fprintf(w, "%s fits now (on %s, for one): nothing to move.\n", p.Target, p.Node)
+			return nil
+		}
+		fmt.Fprintf(w, "%s fits on %s after %d move(s):\n", p.Target, p.Node, len(p.Moves))
+		moves = p.Moves
 	}
-	fmt.Fprintf(w, "%s fits on %s after %d move(s):\n", p.Target, p.Node, len(p.Moves))
+	if p := r.FreeNodes; p != nil {
+		switch {
+		case !p.Done:
+			fmt.Fprintf(w, "No plan for %d whole-free node(s): %s.\n", p.Want, p.Reason)
+			return nil
+		case len(p.Moves) == 0:
+			fmt.Fprintf(w, "%d node(s) are whole-free now (%s): nothing to move.\n", p.Want, strings.Join(p.Free, ", "))
+			return nil
+		}
+		fmt.Fprintf(w, "%s whole-free after %d move(s):\n", strings.Join(p.Free, ", "), len(p.Moves))
+		moves = p.Moves
+	}
 	t := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
 		{Name: "Pod", Type: "string"}, {Name: "From", Type: "string"}, {Name: "To", Type: "string"}, {Name: "Devices", Type: "string"},
 	}}
-	for _, m := range p.Moves {
+	for _, m := range moves {
 		t.Rows = append(t.Rows, metav1.TableRow{Cells: []any{m.Pod, m.From, m.To, strings.Join(m.Devices, ", ")}})
 	}
 	if err := printers.NewTablePrinter(printers.PrintOptions{}).PrintObj(t, w); err != nil {

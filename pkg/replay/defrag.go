@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 
@@ -15,6 +16,8 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/devicefit/devicefit/pkg/devices"
 )
 
 // Move is one pod a defragmentation plan evicts: its controller recreates
@@ -233,26 +236,49 @@ func PlanForPod(ctx context.Context, pol Policy, c Cluster, target *v1.Pod, rule
 // placed again one after another by the profile. It returns the moves, or
 // why a moved pod would stay pending.
 func replace(ctx context.Context, pol Policy, c Cluster, target *v1.Pod, node string, moved []*v1.Pod) ([]Move, string, error) {
-	after := Cluster{Nodes: c.Nodes, Objects: c.Objects}
-	isMoved := map[string]bool{}
-	for _, p := range moved {
-		isMoved[p.Namespace+"/"+p.Name] = true
-	}
-	for _, p := range c.Pods {
-		if isMoved[p.Namespace+"/"+p.Name] || p.Namespace == target.Namespace && p.Name == target.Name {
-			continue
-		}
-		after.Pods = append(after.Pods, p)
-	}
 	placed := target.DeepCopy()
 	placed.Spec.NodeName = node
-	after.Pods = append(after.Pods, placed)
+	return placeAgain(ctx, pol, c, nil, placed, moved)
+}
+
+// placeAgain simulates moving pods: the reserved nodes tainted NoSchedule,
+// extra (when not nil) bound where it says instead of its cluster's copy,
+// the pods pending and placed again by the profile one after another. It
+// returns the moves, or why a pod would fit nowhere.
+func placeAgain(ctx context.Context, pol Policy, c Cluster, reserved []string, extra *v1.Pod, pods []*v1.Pod) ([]Move, string, error) {
+	isReserved := map[string]bool{}
+	for _, n := range reserved {
+		isReserved[n] = true
+	}
+	after := Cluster{Objects: c.Objects}
+	for _, n := range c.Nodes {
+		if isReserved[n.Name] {
+			n = n.DeepCopy()
+			n.Spec.Taints = append(n.Spec.Taints, v1.Taint{Key: "devicefit.io/defrag", Effect: v1.TaintEffectNoSchedule})
+		}
+		after.Nodes = append(after.Nodes, n)
+	}
+	skip := map[string]bool{}
+	for _, p := range pods {
+		skip[p.Namespace+"/"+p.Name] = true
+	}
+	if extra != nil {
+		skip[extra.Namespace+"/"+extra.Name] = true
+	}
+	for _, p := range c.Pods {
+		if !skip[p.Namespace+"/"+p.Name] {
+			after.Pods = append(after.Pods, p)
+		}
+	}
+	if extra != nil {
+		after.Pods = append(after.Pods, extra)
+	}
 	sim, err := newClusterSim(ctx, pol, after, nil)
 	if err != nil {
 		return nil, "", err
 	}
 	var moves []Move
-	for _, p := range moved {
+	for _, p := range pods {
 		again := p.DeepCopy()
 		again.Spec.NodeName = ""
 		to, err := sim.place(ctx, again)
@@ -339,4 +365,117 @@ func demandText(p *v1.Pod) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// FreeNodesPlan is the fewest moves that leave Want device nodes whole-free
+// (none of their devices of the resource allocated).
+type FreeNodesPlan struct {
+	Want int `json:"want"`
+	// Done: the moves leave Want nodes whole-free (Free lists them, those
+	// free already first). When false, Reason says why.
+	Done   bool     `json:"done"`
+	Free   []string `json:"free"`
+	Moves  []Move   `json:"moves"`
+	Reason string   `json:"reason,omitempty"`
+}
+
+// PlanFreeNodes finds moves that leave want nodes advertising resource (and,
+// when product is set, whose devices of it are that product) with none of
+// it allocated. Nodes free already count first; then nodes whose pods
+// holding the resource may all move (MoveRules, any priority: there is no
+// pod to compare with) are taken, fewest such pods first, each only if the
+// profile places all pods moved so far again on nodes not being emptied.
+func PlanFreeNodes(ctx context.Context, pol Policy, c Cluster, want int, resource v1.ResourceName, product string, rules MoveRules) (*FreeNodesPlan, error) {
+	plan := &FreeNodesPlan{Want: want}
+	var pattern *devices.ProductPattern
+	if product != "" {
+		p, err := devices.ParseProductPattern(product)
+		if err != nil {
+			return nil, fmt.Errorf("--product %q: %w", product, err)
+		}
+		pattern = &p
+	}
+	holders := map[string][]*v1.Pod{}
+	for _, p := range c.Pods {
+		if p.Spec.NodeName == "" || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
+			continue
+		}
+		if q := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})[resource]; !q.IsZero() {
+			holders[p.Spec.NodeName] = append(holders[p.Spec.NodeName], p)
+		}
+	}
+	labels := devices.NewDeviceLabels(resource)
+	type candidate struct {
+		node string
+		pods []*v1.Pod
+	}
+	var candidates []candidate
+	for _, n := range c.Nodes {
+		if q := n.Status.Allocatable[resource]; q.IsZero() {
+			continue
+		}
+		if pattern != nil && !pattern.Matches(labels.Describe(n.Labels).Product) {
+			continue
+		}
+		if len(holders[n.Name]) == 0 {
+			plan.Free = append(plan.Free, n.Name)
+			continue
+		}
+		movable := true
+		for _, p := range holders[n.Name] {
+			if rules.why(p, math.MaxInt32) != "" {
+				movable = false
+				break
+			}
+		}
+		if movable {
+			candidates = append(candidates, candidate{node: n.Name, pods: holders[n.Name]})
+		}
+	}
+	sort.Strings(plan.Free)
+	if len(plan.Free) >= want {
+		plan.Free, plan.Done = plan.Free[:want], true
+		return plan, nil
+	}
+	sort.SliceStable(candidates, func(i, j int) bool {
+		if len(candidates[i].pods) != len(candidates[j].pods) {
+			return len(candidates[i].pods) < len(candidates[j].pods)
+		}
+		return candidates[i].node < candidates[j].node
+	})
+	b := newBudget(rules.PDBs)
+	var emptied []string
+	var moved []*v1.Pod
+	for i, cand := range candidates {
+		if len(plan.Free)+len(emptied) == want || i == maxPlansTried {
+			break
+		}
+		nb := b.clone()
+		ok := true
+		for _, p := range cand.pods {
+			if !nb.take(p) {
+				ok = false
+				break
+			}
+		}
+		if !ok {
+			continue
+		}
+		moves, why, err := placeAgain(ctx, pol, c, append(emptied, cand.node), nil, append(moved, cand.pods...))
+		if err != nil {
+			return nil, err
+		}
+		if why != "" {
+			continue
+		}
+		b, emptied, moved, plan.Moves = nb, append(emptied, cand.node), append(moved, cand.pods...), moves
+	}
+	plan.Free = append(plan.Free, emptied...)
+	if len(plan.Free) < want {
+		plan.Reason = fmt.Sprintf("only %d node(s) can be left whole-free: the others hold pods that may not move, or whose pods would fit nowhere else", len(plan.Free))
+		plan.Moves = nil
+		return plan, nil
+	}
+	plan.Done = true
+	return plan, nil
 }

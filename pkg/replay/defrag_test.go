@@ -123,3 +123,51 @@ func TestPlanForPodInvalid(t *testing.T) {
 		t.Errorf("want no plan with a reason, got %+v", plan)
 	}
 }
+
+func TestPlanFreeNodes(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	pol := policies(t, PolicyDeviceFit)[0]
+	withEmpty := func(c *Cluster) {
+		c.Nodes = append(c.Nodes, NewNode(&NodeSpec{Name: "d", MilliCPU: 64000, MemoryMiB: 512 << 10, GPUs: 8, Model: "NVIDIA-H100-80GB-HBM3"}))
+	}
+	tests := []struct {
+		name      string
+		want      int
+		product   string
+		mutate    func(*Cluster)
+		wantDone  bool
+		wantFree  []string
+		wantMoves []string
+	}{
+		{name: "one node: a, its two pods moved", want: 1, wantDone: true, wantFree: []string{"a"}, wantMoves: []string{"ns/m1@a", "ns/m2@a"}},
+		{name: "two nodes: b's pod is guarded, c's bare", want: 2, wantDone: false, wantFree: []string{"a"}},
+		{name: "a free node counts first", want: 1, mutate: withEmpty, wantDone: true, wantFree: []string{"d"}},
+		{name: "then a", want: 2, mutate: withEmpty, wantDone: true, wantFree: []string{"d", "a"}, wantMoves: []string{"ns/m1@a", "ns/m2@a"}},
+		{name: "by product: the H100 node", want: 1, product: "NVIDIA-H100-80GB-HBM3", mutate: withEmpty, wantDone: true, wantFree: []string{"d"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := defragCluster()
+			if tt.mutate != nil {
+				tt.mutate(&c)
+			}
+			plan, err := PlanFreeNodes(ctx, pol, c, tt.want, DeviceResource, tt.product, MoveRules{PDBs: []*policyv1.PodDisruptionBudget{guardedPDB(0)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if plan.Done != tt.wantDone || !cmp.Equal(plan.Free, tt.wantFree) {
+				t.Fatalf("done %v, free %v (%s); want %v, %v", plan.Done, plan.Free, plan.Reason, tt.wantDone, tt.wantFree)
+			}
+			var got []string
+			for _, m := range plan.Moves {
+				got = append(got, m.Pod+"@"+m.From)
+				if m.To == "" || m.To == m.From {
+					t.Errorf("move %v: placed again on %q", m, m.To)
+				}
+			}
+			if diff := cmp.Diff(tt.wantMoves, got); diff != "" {
+				t.Errorf("moves (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

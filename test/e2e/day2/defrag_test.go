@@ -91,6 +91,24 @@ func TestDefragApply(t *testing.T) {
 		return err == nil && p.Status.ObservedGeneration == p.Generation && p.Status.ExpectedPods == 1 && p.Status.DisruptionsAllowed == 0, err
 	})
 	before := placements(t, ctx, ns)
+	plugin := e2eutil.Kubectl{Binary: filepath.Join(s.binDir, "kubectl-devicefit"), Kubeconfig: s.cp.AdminKubeconfig}
+
+	// --free-nodes 1: only a's pods may all move (b holds the guarded and a
+	// bare pod, c a bare pod).
+	out, _, err := plugin.Run(ctx, nil, "defrag", "--free-nodes", "1", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var free cli.DefragReport
+	if err := json.Unmarshal([]byte(out), &free); err != nil {
+		t.Fatalf("defrag --free-nodes -o json: %v\n%s", err, out)
+	}
+	if p := free.FreeNodes; p == nil || !p.Done || strings.Join(p.Free, ",") != "a" || len(p.Moves) != 2 || free.After.WholeFreeNodes != 1 {
+		t.Errorf("--free-nodes 1: %+v, figures after %+v; want a emptied by two moves", p, free.After)
+	}
+	if _, _, err := plugin.Run(ctx, nil, "defrag", "--free-nodes", "2"); err == nil || !strings.Contains(err.Error(), "exit status 2") {
+		t.Errorf("--free-nodes 2: want exit status 2 (no plan), got %v", err)
+	}
 
 	big := e2eutil.DevicePod(ns, "big", e2eutil.ResourceGPU, 8)
 	if err := e2eutil.CreatePods(ctx, cs, []*v1.Pod{big}); err != nil {
@@ -109,8 +127,7 @@ func TestDefragApply(t *testing.T) {
 		return false, nil
 	})
 
-	plugin := e2eutil.Kubectl{Binary: filepath.Join(s.binDir, "kubectl-devicefit"), Kubeconfig: s.cp.AdminKubeconfig}
-	out, _, err := plugin.Run(ctx, nil, "defrag", "--for", "big", "-n", ns, "-o", "json")
+	out, _, err = plugin.Run(ctx, nil, "defrag", "--for", "big", "-n", ns, "-o", "json")
 	if err != nil {
 		t.Fatal(err)
 	}
