@@ -95,18 +95,13 @@ when none does, 1 on an error.`,
 	cmd.Flags().BoolVar(&o.apply, "apply", false, "evict the planned pods instead of only printing the plan")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 5*time.Minute, "how long --apply waits for each moved pod to be gone and its replacement scheduled")
 	cmd.Flags().Int64Var(&o.grace, "grace-period", -1, "seconds each evicted pod has to terminate, as kubectl drain's; -1: the pod's own terminationGracePeriodSeconds")
-	o.printer.Flags.AddFlags(cmd)
-	cmd.Flags().Lookup("output").Usage = "Output format: table, json, yaml, jsonpath=..., go-template=..."
+	addOutputFlags(cmd, o.printer)
 	o.profile.addFlags(cmd)
 	return cmd
 }
 
 func (o *defragOptions) run(ctx context.Context) error {
-	cfg, err := o.flags.ToRESTConfig()
-	if err != nil {
-		return err
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := clientset(o.flags)
 	if err != nil {
 		return err
 	}

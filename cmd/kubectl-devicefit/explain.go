@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/devicefit/devicefit/pkg/cli"
 	"github.com/devicefit/devicefit/pkg/replay"
@@ -60,19 +59,14 @@ Exit status: 0 when the pod fits a node, 2 when it fits none, 1 on an error.`,
 			return o.run(cmd.Context(), args[0])
 		},
 	}
-	o.printer.Flags.AddFlags(cmd)
-	cmd.Flags().Lookup("output").Usage = "Output format: table, wide, json, yaml, jsonpath=..., go-template=..."
+	addOutputFlags(cmd, o.printer)
 	cmd.Flags().IntVar(&o.top, "top", 5, "feasible nodes to list without -o wide")
 	o.profile.addFlags(cmd)
 	return cmd
 }
 
 func (o *explainOptions) run(ctx context.Context, name string) error {
-	cfg, err := o.flags.ToRESTConfig()
-	if err != nil {
-		return err
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := clientset(o.flags)
 	if err != nil {
 		return err
 	}

@@ -79,8 +79,7 @@ one from its prior and the device pods bound and pending now, each counted once.
 		},
 	}
 	cmd.Flags().StringVar(&o.by, "by", cli.ByProduct, "rows per product, node or pool (DRA resource pools)")
-	o.printer.Flags.AddFlags(cmd)
-	cmd.Flags().Lookup("output").Usage = "Output format: table, wide, json, yaml, jsonpath=..., go-template=..."
+	addOutputFlags(cmd, o.printer)
 	o.profile.addFlags(cmd)
 	return cmd
 }
@@ -93,11 +92,7 @@ func (o *inventoryOptions) validate() error {
 }
 
 func (o *inventoryOptions) run(ctx context.Context) error {
-	cfg, err := o.flags.ToRESTConfig()
-	if err != nil {
-		return err
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := clientset(o.flags)
 	if err != nil {
 		return err
 	}
@@ -112,15 +107,10 @@ func (o *inventoryOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	nodeList, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	nodes, pods, err := cli.NodesAndPods(ctx, cs)
 	if err != nil {
-		return fmt.Errorf("listing nodes: %w", err)
+		return err
 	}
-	podList, err := cs.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return fmt.Errorf("listing pods: %w", err)
-	}
-	nodes, pods := cli.Pointers(nodeList.Items), cli.Pointers(podList.Items)
 	w, about, err := workload(profile, pods)
 	if err != nil {
 		return err

@@ -18,7 +18,10 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/component-base/version"
+
+	"github.com/devicefit/devicefit/pkg/cli"
 )
 
 func main() {
@@ -58,4 +61,20 @@ API server only; the scheduler need not run.`,
 	flags.AddFlags(cmd.PersistentFlags())
 	cmd.AddCommand(newInventoryCommand(flags, streams), newExplainCommand(flags, streams), newSnapshotCommand(flags, streams), newDefragCommand(flags, streams))
 	return cmd
+}
+
+// addOutputFlags adds cli-runtime's -o flags, which the printer also takes
+// table and wide for.
+func addOutputFlags(cmd *cobra.Command, p *cli.Printer) {
+	p.Flags.AddFlags(cmd)
+	cmd.Flags().Lookup("output").Usage = "Output format: table, wide, json, yaml, jsonpath=..., go-template=..."
+}
+
+// clientset is a client for the kubeconfig the flags name.
+func clientset(flags *genericclioptions.ConfigFlags) (kubernetes.Interface, error) {
+	cfg, err := flags.ToRESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(cfg)
 }

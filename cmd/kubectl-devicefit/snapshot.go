@@ -7,10 +7,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/devicefit/devicefit/pkg/cli"
 )
@@ -50,21 +48,13 @@ listed on stderr.`,
 }
 
 func (o *snapshotOptions) run(ctx context.Context) error {
-	cfg, err := o.flags.ToRESTConfig()
+	cs, err := clientset(o.flags)
 	if err != nil {
 		return err
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	nodes, pods, err := cli.NodesAndPods(ctx, cs)
 	if err != nil {
 		return err
-	}
-	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return fmt.Errorf("listing nodes: %w", err)
-	}
-	pods, err := cs.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return fmt.Errorf("listing pods: %w", err)
 	}
 	var w io.Writer = o.streams.Out
 	var f *os.File
@@ -74,7 +64,7 @@ func (o *snapshotOptions) run(ctx context.Context) error {
 		}
 		w = f
 	}
-	warnings, err := cli.WriteReplayFile(w, cli.Pointers(nodes.Items), cli.Pointers(pods.Items))
+	warnings, err := cli.WriteReplayFile(w, nodes, pods)
 	if f != nil {
 		if cerr := f.Close(); err == nil {
 			err = cerr
@@ -87,7 +77,7 @@ func (o *snapshotOptions) run(ctx context.Context) error {
 		return err
 	}
 	if f != nil {
-		fmt.Fprintf(o.streams.ErrOut, "Wrote %d nodes and their pods to %s.\n", len(nodes.Items), o.output)
+		fmt.Fprintf(o.streams.ErrOut, "Wrote %d nodes and their pods to %s.\n", len(nodes), o.output)
 	}
 	return nil
 }

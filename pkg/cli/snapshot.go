@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -129,15 +130,10 @@ var informerKinds = []lister{
 // then sees none of it, e.g. no DRA devices).
 func Snapshot(ctx context.Context, cs kubernetes.Interface) (replay.Cluster, []string, error) {
 	var c replay.Cluster
-	nodes, err := cs.CoreV1().Nodes().List(ctx, all)
-	if err != nil {
-		return c, nil, fmt.Errorf("listing nodes: %w", err)
+	var err error
+	if c.Nodes, c.Pods, err = NodesAndPods(ctx, cs); err != nil {
+		return c, nil, err
 	}
-	pods, err := cs.CoreV1().Pods("").List(ctx, all)
-	if err != nil {
-		return c, nil, fmt.Errorf("listing pods: %w", err)
-	}
-	c.Nodes, c.Pods = Pointers(nodes.Items), Pointers(pods.Items)
 	var warnings []string
 	for _, k := range informerKinds {
 		objs, err := k.list(ctx, cs)
@@ -151,6 +147,19 @@ func Snapshot(ctx context.Context, cs kubernetes.Interface) (replay.Cluster, []s
 		}
 	}
 	return c, warnings, nil
+}
+
+// NodesAndPods lists the cluster's nodes and its pods in every namespace.
+func NodesAndPods(ctx context.Context, cs kubernetes.Interface) ([]*v1.Node, []*v1.Pod, error) {
+	nodes, err := cs.CoreV1().Nodes().List(ctx, all)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing nodes: %w", err)
+	}
+	pods, err := cs.CoreV1().Pods(metav1.NamespaceAll).List(ctx, all)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing pods: %w", err)
+	}
+	return Pointers(nodes.Items), Pointers(pods.Items), nil
 }
 
 // Pointers returns pointers to the items of a list.
