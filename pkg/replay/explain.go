@@ -15,6 +15,7 @@ import (
 	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
+	"github.com/devicefit/devicefit/pkg/apis/config"
 	"github.com/devicefit/devicefit/pkg/devices"
 	"github.com/devicefit/devicefit/pkg/plugins/devicefit"
 )
@@ -141,7 +142,7 @@ func Explain(ctx context.Context, pol Policy, c Cluster, pod *v1.Pod) (*Explanat
 	}
 	fw, nodes := sim.fw, sim.nodes
 	e := &Explanation{Pod: pod.Namespace + "/" + pod.Name, Profile: pol.Profile.SchedulerName}
-	e.describeDemand(target)
+	e.describeDemand(target, deviceResources(pol))
 	state := framework.NewCycleState()
 	preRes, status, narrowedBy := fw.RunPreFilterPlugins(ctx, state, target)
 	if !status.IsSuccess() {
@@ -224,10 +225,21 @@ func (e *Explanation) score(ctx context.Context, fw framework.Framework, state f
 	return nil
 }
 
+// deviceResources are the device resource patterns of the profile's
+// DeviceFit args, or DeviceFit's defaults.
+func deviceResources(pol Policy) []string {
+	for _, pc := range pol.Profile.PluginConfig {
+		if args, ok := pc.Args.(*config.DeviceFitArgs); ok && pc.Name == devicefit.Name && len(args.DeviceResources) > 0 {
+			return args.DeviceResources
+		}
+	}
+	return devices.DefaultResourcePatterns()
+}
+
 // describeDemand records the pod's device requests and selector as
-// DeviceFit reads them (its default device resources).
-func (e *Explanation) describeDemand(pod *v1.Pod) {
-	set, err := devices.NewResourceSet(devices.DefaultResourcePatterns())
+// DeviceFit reads them.
+func (e *Explanation) describeDemand(pod *v1.Pod, patterns []string) {
+	set, err := devices.NewResourceSet(patterns)
 	if err != nil {
 		e.DemandError = err.Error()
 		return
