@@ -11,6 +11,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/devicefit/devicefit/pkg/cli"
+	"github.com/devicefit/devicefit/pkg/replay"
 )
 
 const snapshotExample = `  # The cluster as a replay scenario, then every policy replayed on it in creation order
@@ -64,7 +65,7 @@ func (o *snapshotOptions) run(ctx context.Context) error {
 		}
 		w = f
 	}
-	warnings, err := cli.WriteReplayFile(w, nodes, pods)
+	warnings, err := replay.WriteClusterYAML(w, nodes, pods)
 	if f != nil {
 		if cerr := f.Close(); err == nil {
 			err = cerr

@@ -1,10 +1,9 @@
 // Package cli is what `kubectl devicefit` computes and prints, apart from
 // its command line (cmd/kubectl-devicefit): the deployed profile
 // (config.go), the device inventory and DRA pools (inventory.go, pools.go),
-// the snapshot of a cluster (snapshot.go) and its replay file
-// (replayfile.go), the figures of a defragmentation plan (defrag.go) and
+// the snapshot of a cluster (snapshot.go), the figures of a defragmentation plan (defrag.go) and
 // the printing of all of them (print.go, explain.go). The simulations
-// themselves (explain, defrag plans) are pkg/replay's. It reads the API
+// themselves (explain, defrag plans) and the replay file are pkg/replay's. It reads the API
 // server only: nothing here needs the scheduler to run.
 package cli
 

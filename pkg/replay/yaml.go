@@ -42,24 +42,25 @@ type yamlFile struct {
 	Pods  []yamlPod  `yaml:"pods"`
 }
 
+// omitempty only shapes what WriteClusterYAML writes; reading is the same.
 type yamlNode struct {
 	Name   string            `yaml:"name"`
-	Count  *int64            `yaml:"count"`
+	Count  *int64            `yaml:"count,omitempty"`
 	CPU    string            `yaml:"cpu"`
 	Memory string            `yaml:"memory"`
-	GPUs   int64             `yaml:"gpus"`
-	Model  string            `yaml:"model"`
-	Labels map[string]string `yaml:"labels"`
+	GPUs   int64             `yaml:"gpus,omitempty"`
+	Model  string            `yaml:"model,omitempty"`
+	Labels map[string]string `yaml:"labels,omitempty"`
 }
 
 type yamlPod struct {
 	Name     string   `yaml:"name"`
-	Count    *int64   `yaml:"count"`
+	Count    *int64   `yaml:"count,omitempty"`
 	CPU      string   `yaml:"cpu"`
 	Memory   string   `yaml:"memory"`
-	GPUs     int64    `yaml:"gpus"`
-	GPUMilli *int64   `yaml:"gpuMilli"`
-	Products []string `yaml:"products"`
+	GPUs     int64    `yaml:"gpus,omitempty"`
+	GPUMilli *int64   `yaml:"gpuMilli,omitempty"`
+	Products []string `yaml:"products,omitempty"`
 }
 
 const maxCount = 100000

@@ -1,4 +1,4 @@
-package cli
+package replay
 
 import (
 	"bytes"
@@ -13,14 +13,13 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/devicefit/devicefit/pkg/devices"
-	"github.com/devicefit/devicefit/pkg/replay"
 )
 
-// TestWriteReplayFile: what snapshot writes reads back with the replay's
+// TestWriteClusterYAML: what snapshot writes reads back with the replay's
 // own reader as the same fleet and pods, in creation order; what the
 // format cannot carry is reported.
-func TestWriteReplayFile(t *testing.T) {
-	nodes, pods := fleet()
+func TestWriteClusterYAML(t *testing.T) {
+	nodes, pods := liveCluster()
 	nodes = append(nodes, st.MakeNode().Name("cpu").Capacity(map[v1.ResourceName]string{v1.ResourceCPU: "3500m", v1.ResourceMemory: "7Gi"}).Obj())
 	// Creation order: b before a; a's product annotation carries over.
 	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
@@ -29,7 +28,7 @@ func TestWriteReplayFile(t *testing.T) {
 	}
 	pods[0].Annotations = map[string]string{devices.AnnotationProducts: "NVIDIA-H100-80GB-HBM3, H200", devices.AnnotationMinMemory: "40Gi"}
 	var out bytes.Buffer
-	warnings, err := WriteReplayFile(&out, nodes, pods)
+	warnings, err := WriteClusterYAML(&out, nodes, pods)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +40,7 @@ func TestWriteReplayFile(t *testing.T) {
 	if diff := cmp.Diff(wantWarnings, warnings); diff != "" {
 		t.Errorf("warnings (-want +got):\n%s", diff)
 	}
-	gotNodes, err := replay.ReadNodesYAML("snapshot.yaml", out.Bytes())
+	gotNodes, err := ReadNodesYAML("snapshot.yaml", out.Bytes())
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
@@ -59,7 +58,7 @@ func TestWriteReplayFile(t *testing.T) {
 	if diff := cmp.Diff(wantNodes, nodeLines); diff != "" {
 		t.Errorf("nodes (-want +got):\n%s", diff)
 	}
-	gotPods, err := replay.ReadPodsYAML("snapshot.yaml", out.Bytes())
+	gotPods, err := ReadPodsYAML("snapshot.yaml", out.Bytes())
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
@@ -75,3 +74,29 @@ func TestWriteReplayFile(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// liveCluster is what a cluster's API holds: two H100 nodes, a time-sliced
+// L4 node, a MIG node under the mixed strategy; bound, pending and
+// terminated pods.
+func liveCluster() ([]*v1.Node, []*v1.Pod) {
+	gpuNode := func(name, product, gpus string) *v1.Node {
+		return st.MakeNode().Name(name).Capacity(map[v1.ResourceName]string{
+			v1.ResourceCPU: "64", v1.ResourceMemory: "512Gi", DeviceResource: gpus,
+		}).Label(devices.LabelGPUProduct, product).Label(devices.LabelGPUCount, "8").Obj()
+	}
+	mig := st.MakeNode().Name("mig").Capacity(map[v1.ResourceName]string{
+		v1.ResourceCPU: "64", v1.ResourceMemory: "512Gi", "nvidia.com/mig-1g.10gb": "7", DeviceResource: "1",
+	}).Label(devices.LabelMIGStrategy, "mixed").Label(devices.LabelGPUProduct, "NVIDIA-A100-SXM4-80GB").Obj()
+	pod := func(name, node string, res map[v1.ResourceName]string) *v1.Pod {
+		return st.MakePod().Name(name).Namespace("ns").UID(name).Node(node).Res(res).Obj()
+	}
+	gpus := func(n string) map[v1.ResourceName]string {
+		return map[v1.ResourceName]string{v1.ResourceCPU: "1", DeviceResource: n}
+	}
+	done := pod("done", "h100-b", gpus("8"))
+	done.Status.Phase = v1.PodSucceeded
+	return []*v1.Node{gpuNode("h100-b", "NVIDIA-H100-80GB-HBM3", "8"), gpuNode("h100-a", "NVIDIA-H100-80GB-HBM3", "8"),
+			gpuNode("l4", "NVIDIA-L4-SHARED", "16"), mig},
+		[]*v1.Pod{pod("a", "h100-a", gpus("4")), pod("b", "l4", gpus("3")),
+			pod("c", "mig", map[v1.ResourceName]string{"nvidia.com/mig-1g.10gb": "2"}), pod("pending", "", gpus("8")), done}
+}

@@ -1,8 +1,10 @@
-package cli
+package replay
 
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -11,34 +13,9 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/devicefit/devicefit/pkg/devices"
-	"github.com/devicefit/devicefit/pkg/replay"
 )
 
-// The replay's own YAML format (pkg/replay, yaml.go): nodes and pods, one
-// GPU resource (nvidia.com/gpu) with a product per node.
-type replayFile struct {
-	Nodes []replayNode `yaml:"nodes"`
-	Pods  []replayPod  `yaml:"pods"`
-}
-
-type replayNode struct {
-	Name   string            `yaml:"name"`
-	CPU    string            `yaml:"cpu"`
-	Memory string            `yaml:"memory"`
-	GPUs   int64             `yaml:"gpus,omitempty"`
-	Model  string            `yaml:"model,omitempty"`
-	Labels map[string]string `yaml:"labels,omitempty"`
-}
-
-type replayPod struct {
-	Name     string   `yaml:"name"`
-	CPU      string   `yaml:"cpu"`
-	Memory   string   `yaml:"memory"`
-	GPUs     int64    `yaml:"gpus,omitempty"`
-	Products []string `yaml:"products,omitempty"`
-}
-
-// labelsTheReplaySets are the node labels replay.NewNode writes itself.
+// labelsTheReplaySets are the node labels NewNode writes itself.
 var labelsTheReplaySets = map[string]bool{
 	v1.LabelHostname: true, "nvidia.com/gpu.present": true,
 	devices.LabelGPUProduct: true, devices.LabelGPUCount: true,
@@ -48,14 +25,14 @@ var labelsTheReplaySets = map[string]bool{
 // without GFD's product label (the format needs one).
 const unknownModel = "unknown"
 
-// WriteReplayFile writes nodes and the pods that hold or wait for them
+// WriteClusterYAML writes a live cluster's nodes and the pods that hold or wait for them
 // (not terminated, in creation order: the arrival order the replay
-// replays with --order trace) in the replay's YAML format, so that `replay
+// replays with --order trace) in the own YAML format (ReadNodesYAML, ReadPodsYAML), so that `replay
 // --nodes FILE --pods FILE` compares profiles on this fleet and job mix. The
 // format knows one device resource, nvidia.com/gpu, and one selector,
 // devicefit.io/products: the returned warnings say what it had to leave out.
-func WriteReplayFile(w io.Writer, nodes []*v1.Node, pods []*v1.Pod) ([]string, error) {
-	var f replayFile
+func WriteClusterYAML(w io.Writer, nodes []*v1.Node, pods []*v1.Pod) ([]string, error) {
+	var f yamlFile
 	// What the format cannot carry: nodes without cpu or memory, other
 	// device resources on nodes (dropped) and in pods (the pod dropped).
 	skippedNodes := 0
@@ -69,8 +46,8 @@ func WriteReplayFile(w io.Writer, nodes []*v1.Node, pods []*v1.Pod) ([]string, e
 			skippedNodes++
 			continue
 		}
-		rn := replayNode{Name: n.Name, CPU: cpu.String(), Memory: fmt.Sprintf("%dMi", mem.Value()>>20)}
-		if g, ok := alloc[replay.DeviceResource]; ok && g.Value() > 0 {
+		rn := yamlNode{Name: n.Name, CPU: cpu.String(), Memory: fmt.Sprintf("%dMi", mem.Value()>>20)}
+		if g, ok := alloc[DeviceResource]; ok && g.Value() > 0 {
 			rn.GPUs = g.Value()
 			rn.Model = n.Labels[devices.LabelGPUProduct]
 			if rn.Model == "" {
@@ -86,7 +63,7 @@ func WriteReplayFile(w io.Writer, nodes []*v1.Node, pods []*v1.Pod) ([]string, e
 			}
 		}
 		for name, q := range alloc {
-			if name != replay.DeviceResource && strings.Contains(string(name), "/") && !q.IsZero() {
+			if name != DeviceResource && strings.Contains(string(name), "/") && !q.IsZero() {
 				nodeOther[name]++
 			}
 		}
@@ -109,7 +86,7 @@ func WriteReplayFile(w io.Writer, nodes []*v1.Node, pods []*v1.Pod) ([]string, e
 		reqs := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
 		skip := false
 		for name, q := range reqs {
-			if name != replay.DeviceResource && strings.Contains(string(name), "/") && !q.IsZero() {
+			if name != DeviceResource && strings.Contains(string(name), "/") && !q.IsZero() {
 				podOther[name]++
 				skip = true
 			}
@@ -118,7 +95,7 @@ func WriteReplayFile(w io.Writer, nodes []*v1.Node, pods []*v1.Pod) ([]string, e
 			continue
 		}
 		cpu, mem := reqs[v1.ResourceCPU], reqs[v1.ResourceMemory]
-		rp := replayPod{
+		rp := yamlPod{
 			// Unique over namespaces, and a DNS subdomain as the format wants.
 			Name: p.Namespace + "." + p.Name,
 			CPU:  cpu.String(),
@@ -128,7 +105,7 @@ func WriteReplayFile(w io.Writer, nodes []*v1.Node, pods []*v1.Pod) ([]string, e
 		if cpu.IsZero() {
 			rp.CPU = "0"
 		}
-		if g, ok := reqs[replay.DeviceResource]; ok {
+		if g, ok := reqs[DeviceResource]; ok {
 			rp.GPUs = g.Value()
 		}
 		for _, a := range devices.SelectorAnnotations(p.Annotations) {
@@ -148,11 +125,11 @@ func WriteReplayFile(w io.Writer, nodes []*v1.Node, pods []*v1.Pod) ([]string, e
 	if skippedNodes > 0 {
 		warnings = append(warnings, fmt.Sprintf("%d nodes without allocatable cpu or memory left out", skippedNodes))
 	}
-	for _, name := range sortedKeys(nodeOther) {
-		warnings = append(warnings, fmt.Sprintf("%s of %d nodes left out: the replay format knows only %s", name, nodeOther[name], replay.DeviceResource))
+	for _, name := range slices.Sorted(maps.Keys(nodeOther)) {
+		warnings = append(warnings, fmt.Sprintf("%s of %d nodes left out: the replay format knows only %s", name, nodeOther[name], DeviceResource))
 	}
-	for _, name := range sortedKeys(podOther) {
-		warnings = append(warnings, fmt.Sprintf("%d pods asking for %s left out: the replay format knows only %s", podOther[name], name, replay.DeviceResource))
+	for _, name := range slices.Sorted(maps.Keys(podOther)) {
+		warnings = append(warnings, fmt.Sprintf("%d pods asking for %s left out: the replay format knows only %s", podOther[name], name, DeviceResource))
 	}
 	if selectors > 0 {
 		warnings = append(warnings, fmt.Sprintf("%d devicefit.io annotations other than products left out: the replay format carries products only", selectors))
@@ -163,13 +140,4 @@ func WriteReplayFile(w io.Writer, nodes []*v1.Node, pods []*v1.Pod) ([]string, e
 		return warnings, err
 	}
 	return warnings, enc.Close()
-}
-
-func sortedKeys(m map[v1.ResourceName]int) []v1.ResourceName {
-	out := make([]v1.ResourceName, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
 }
