@@ -132,6 +132,10 @@ func TestNewDRAInventory(t *testing.T) {
 	perDevice.Spec.Devices[1].NodeName = ptr.To("n2")
 	perDevice.Spec.Devices[2].AllNodes = ptr.To(true)
 	network := slice("d", "", "d", 1, 1, plain("net"))
+	taint := plain("a-tainted")
+	taint.Taints = []resourceapi.DeviceTaint{{Key: "example.com/unhealthy", Effect: resourceapi.DeviceTaintEffectNoSchedule}}
+	informational := plain("a2")
+	informational.Taints = []resourceapi.DeviceTaint{{Key: "example.com/note", Effect: resourceapi.DeviceTaintEffectNone}}
 	network.Spec.AllNodes = ptr.To(true)
 
 	inv := NewDRAInventory([]*resourceapi.ResourceSlice{
@@ -140,12 +144,13 @@ func TestNewDRAInventory(t *testing.T) {
 		slice("b-old", "n1", "b", 1, 1, plain("stale")),
 		slice("b-1", "n1", "b", 2, 2, plain("b1"), plain("b2")),
 		// Pool a sorts before b, whatever the slice names.
-		slice("z-a", "n1", "a", 1, 1, plain("a1")),
+		// A NoSchedule taint takes a device away; effect None does not.
+		slice("z-a", "n1", "a", 1, 1, plain("a1"), taint, informational),
 		// Pool e is incomplete (1 of 2 slices): the allocator uses none of it.
 		slice("e-1", "n1", "e", 1, 2, plain("e1")),
 		perDevice, network, nil,
 	})
-	if got, want := names(inv.Nodes["n1"].Devices), "a/a1,b/b1,b/b2,b/b3,c/x"; got != want {
+	if got, want := names(inv.Nodes["n1"].Devices), "a/a1,a/a2,b/b1,b/b2,b/b3,c/x"; got != want {
 		t.Errorf("n1 in first-fit order: got %s, want %s", got, want)
 	}
 	if got, want := names(inv.Nodes["n2"].Devices), "c/y"; got != want {
@@ -188,6 +193,19 @@ func partitionable(node string, gpus, slicesPerGPU int) []*resourceapi.ResourceS
 	return []*resourceapi.ResourceSlice{devs, counters}
 }
 
+// held returns inv's devices of the given names, as allocated claims hold them.
+func held(inv *DRAInventory, devices ...string) []*DRADevice {
+	var out []*DRADevice
+	for _, name := range devices {
+		for _, d := range inv.Devices {
+			if d.Name == name {
+				out = append(out, d)
+			}
+		}
+	}
+	return out
+}
+
 func isMIG(d *DRADevice) bool   { return strings.Contains(d.Name, "-mig-") }
 func isWhole(d *DRADevice) bool { return !isMIG(d) }
 
@@ -213,9 +231,7 @@ func TestDRAUsagePartitions(t *testing.T) {
 			"n/gpu-0-mig-1,n/gpu-0-mig-2", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			u := NewDRAUsage(inv, func(driver, pool, device string) bool {
-				return driver == NVIDIADRADriver && pool == "n" && strings.Contains(","+strings.Join(tc.allocated, ",")+",", ","+device+",")
-			})
+			u := NewDRAUsage(inv, held(inv, tc.allocated...))
 			if got := u.Free(n, isWhole); got != tc.wantWhole {
 				t.Errorf("free whole GPUs: got %d, want %d", got, tc.wantWhole)
 			}
@@ -258,9 +274,10 @@ func TestDRAUsageSharedAndOverConsumed(t *testing.T) {
 	sl[0].Spec.Devices = append(sl[0].Spec.Devices, shared)
 	inv := NewDRAInventory(sl)
 	n := inv.Nodes["n"]
-	u := NewDRAUsage(inv, func(_, _, device string) bool { return device == "shared" || device == "gpu-0" })
+	u := NewDRAUsage(inv, held(inv, "shared", "gpu-0", "gpu-0"))
 	all := func(*DRADevice) bool { return true }
-	// The GPU holds both slices; the shared device is never held whole.
+	// The GPU holds both slices (listed twice, it counts once); the shared
+	// device is never held whole.
 	if got := u.Free(n, all); got != 1 {
 		t.Errorf("free: want only the shared device, got %d", got)
 	}

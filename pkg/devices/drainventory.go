@@ -123,7 +123,7 @@ func (inv *DRAInventory) addPool(k poolKey, poolSlices []*resourceapi.ResourceSl
 			if perDevice {
 				node = ptr.Deref(api.NodeName, "")
 			}
-			if node == "" {
+			if node == "" || tainted(api) {
 				continue
 			}
 			d := &DRADevice{
@@ -158,6 +158,19 @@ func (inv *DRAInventory) addPool(k poolKey, poolSlices []*resourceapi.ResourceSl
 	}
 }
 
+// tainted reports a NoSchedule or NoExecute device taint (KEP-5055, as
+// ListWithDeviceTaintRules applies DeviceTaintRules too): the allocator
+// gives such a device only to a claim that tolerates the taint, which the
+// packing does not model, so it counts as no device at all.
+func tainted(d *resourceapi.Device) bool {
+	for _, t := range d.Taints {
+		if t.Effect == resourceapi.DeviceTaintEffectNoSchedule || t.Effect == resourceapi.DeviceTaintEffectNoExecute {
+			return true
+		}
+	}
+	return false
+}
+
 // DRAUsage is what allocated claims hold of an inventory: the devices in
 // use and what is left of each shared counter. Build it once per scheduling
 // cycle (the claims' allocated state, in-flight allocations included).
@@ -171,23 +184,19 @@ type DRAUsage struct {
 	scratch   []*DRADevice
 }
 
-// NewDRAUsage marks the devices for which allocated returns true. Shared
+// NewDRAUsage marks the devices allocated claims hold (ids of inv's
+// devices; the caller maps the claims' allocated state onto them). Shared
 // devices (allowMultipleAllocations) are never held whole: their use is
 // consumed capacity, not a device. A counter can be over-consumed (a claim
 // allocated before a driver shrank its counters): left is then negative and
 // the devices using it are not free.
-func NewDRAUsage(inv *DRAInventory, allocated func(driver, pool, device string) bool) *DRAUsage {
+func NewDRAUsage(inv *DRAInventory, allocated []*DRADevice) *DRAUsage {
 	u := &DRAUsage{inv: inv, allocated: make([]bool, len(inv.Devices)), left: slices.Clone(inv.counters)}
-	for _, d := range inv.Devices {
-		if allocated == nil || !allocated(d.Driver, d.Pool, d.Name) {
+	for _, d := range allocated {
+		if d == nil || d.ID >= len(inv.Devices) || inv.Devices[d.ID] != d || u.allocated[d.ID] {
 			continue
 		}
-		if !d.Shared() {
-			u.allocated[d.ID] = true
-		}
-		for _, c := range d.consumes {
-			u.left[c.counter] -= c.amount
-		}
+		u.take(d)
 	}
 	return u
 }
@@ -275,16 +284,26 @@ func (u *DRAUsage) Free(n *DRANode, match func(*DRADevice) bool) int64 {
 	return int64(len(taken))
 }
 
-// With runs f with the devices picks taken (as if a claim held them), then
-// restores u: what a placement would leave.
-func (u *DRAUsage) With(picks []*DRADevice, f func()) {
+// Hold marks picks allocated, as a claim holding them would; Release
+// undoes it. For what-if questions within one cycle (the devices a pod's
+// second request gets once its first is placed).
+func (u *DRAUsage) Hold(picks []*DRADevice) {
 	for _, d := range picks {
 		u.take(d)
 	}
-	defer func() {
-		for _, d := range picks {
-			u.give(d)
-		}
-	}()
+}
+
+// Release undoes Hold(picks).
+func (u *DRAUsage) Release(picks []*DRADevice) {
+	for _, d := range picks {
+		u.give(d)
+	}
+}
+
+// With runs f with the devices picks taken (as if a claim held them), then
+// restores u: what a placement would leave.
+func (u *DRAUsage) With(picks []*DRADevice, f func()) {
+	u.Hold(picks)
+	defer u.Release(picks)
 	f()
 }

@@ -229,6 +229,23 @@ func readNode(node *v1.Node, set ResourceSet, intern func(DeviceKind) int) *Node
 	return e
 }
 
+// Intern returns the id of kind k in the cache's kind table (NoKind past
+// MaxKinds), adding it when new: DRA devices, which no node object
+// describes, share the table with the devices of node labels.
+func (c *NodeCache) Intern(k DeviceKind) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.intern(k)
+}
+
+// Kinds returns the kind table: what Refresh returned, plus kinds Intern
+// added since. The table is never modified, only extended.
+func (c *NodeCache) Kinds() []DeviceKind {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.kinds
+}
+
 func (c *NodeCache) intern(k DeviceKind) int {
 	if id, ok := c.kindIDs[k]; ok {
 		return id

@@ -1,0 +1,144 @@
+package dra
+
+import (
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/dynamic-resource-allocation/resourceclaim"
+
+	"github.com/devicefit/devicefit/pkg/devices"
+)
+
+// Request is one device request a pod makes of DRA: an extended resource a
+// DeviceClass serves (on nodes that do not advertise it as allocatable),
+// or a request of one of its unallocated ResourceClaims.
+type Request struct {
+	// Resource is the class's Resource (the extended resource name, or the
+	// class name): what the workload and the metrics call the devices.
+	Resource v1.ResourceName
+	Class    *Class
+	Count    int64
+	// Extended: from the pod's extended resources (KEP-5004). The
+	// scheduler's claim for them carries only the class's selectors, so the
+	// pod's devicefit.io annotations are the only say the pod has in which
+	// devices it gets; a claim's own requests speak in CEL instead.
+	Extended bool
+	// selectors are a claim request's own CEL selectors.
+	selectors []resourceapi.DeviceSelector
+}
+
+// PodRequests returns what the pod asks of DRA: its extended resources
+// that a DeviceClass serves (demand is the pod's device demand as
+// devices.PodDemand computed it) and the requests of its claims that are
+// not allocated yet (an allocated claim holds its devices already; a
+// shared claim is allocated once for all its pods).
+//
+// A claim that does not exist yet is an error: DynamicResources keeps such
+// a pod out of scheduling (PreEnqueue) until it does. Requests with
+// allocationMode All take every device their selectors find on the node,
+// so they leave nothing to pack and are left out; of a request with
+// firstAvailable alternatives, the first is counted (the allocator's
+// preference).
+func (v *View) PodRequests(pod *v1.Pod, demand devices.Demand) ([]Request, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var out []Request
+	for _, r := range demand {
+		if c := v.ClassFor(r.Name); c != nil {
+			out = append(out, Request{Resource: r.Name, Class: c, Count: r.Count, Extended: true})
+		}
+	}
+	for i := range pod.Spec.ResourceClaims {
+		pc := &pod.Spec.ResourceClaims[i]
+		name, _, err := resourceclaim.Name(pod, pc)
+		if err != nil {
+			return nil, err
+		}
+		if name == nil {
+			// A template the pod does not need (resourceclaim.Name's contract).
+			continue
+		}
+		claim, err := v.claims.Get(pod.Namespace, *name)
+		if err != nil {
+			return nil, fmt.Errorf("pod claim %s: ResourceClaim %s: %w", pc.Name, *name, err)
+		}
+		if claim.Status.Allocation != nil {
+			continue
+		}
+		for _, dr := range claim.Spec.Devices.Requests {
+			r := requestOf(dr)
+			if r == nil || r.AllocationMode == resourceapi.DeviceAllocationModeAll {
+				continue
+			}
+			c := v.byName[r.DeviceClassName]
+			if c == nil {
+				return nil, fmt.Errorf("ResourceClaim %s request %s: DeviceClass %q not found", claim.Name, dr.Name, r.DeviceClassName)
+			}
+			count := r.Count
+			if count <= 0 {
+				count = 1 // the API default for ExactCount
+			}
+			out = append(out, Request{Resource: c.Resource, Class: c, Count: count, selectors: r.Selectors})
+		}
+	}
+	return out, nil
+}
+
+// exactRequest is what the two request forms share.
+type exactRequest struct {
+	DeviceClassName string
+	Selectors       []resourceapi.DeviceSelector
+	AllocationMode  resourceapi.DeviceAllocationMode
+	Count           int64
+}
+
+func requestOf(dr resourceapi.DeviceRequest) *exactRequest {
+	switch {
+	case dr.Exactly != nil:
+		e := dr.Exactly
+		return &exactRequest{e.DeviceClassName, e.Selectors, e.AllocationMode, e.Count}
+	case len(dr.FirstAvailable) > 0:
+		s := dr.FirstAvailable[0]
+		return &exactRequest{s.DeviceClassName, s.Selectors, s.AllocationMode, s.Count}
+	}
+	return nil
+}
+
+// Picks returns the devices of node the allocator would give the pod's
+// requests, in order, each request seeing the devices of the ones before
+// it taken; ok is false when some request finds too few. Only the requests
+// that apply on the node count: extended ones where the node does not
+// advertise the resource as allocatable (served reports that).
+func (v *View) Picks(node string, reqs []Request, served func(Request) bool, out []*devices.DRADevice) (_ []*devices.DRADevice, ok bool) {
+	n := v.inv.Nodes[node]
+	ok = true
+	out = out[:0]
+	for _, r := range reqs {
+		if !served(r) {
+			continue
+		}
+		match := r.Class.Selects
+		if len(r.selectors) > 0 {
+			match = func(d *devices.DRADevice) bool {
+				if !r.Class.Selects(d) {
+					return false
+				}
+				v.tracker.mu.Lock()
+				defer v.tracker.mu.Unlock()
+				return v.tracker.allMatch(v.ctx, r.selectors, d)
+			}
+		}
+		start := len(out)
+		var found bool
+		v.usage.Hold(out[:start])
+		out, found = v.usage.FirstFit(n, match, r.Count, out)
+		v.usage.Release(out[:start])
+		if !found {
+			ok = false
+			out = out[:start]
+		}
+	}
+	return out, ok
+}

@@ -1,0 +1,225 @@
+// Package dra is devicefit's view of the DRA devices (resource.k8s.io/v1)
+// as one scheduling cycle sees them: the ResourceSlices' devices laid out
+// per node in the upstream allocator's first-fit order (pkg/devices), what
+// allocated claims hold (in-flight allocations included), which devices
+// each DeviceClass selects (its CEL selectors, evaluated once per device
+// and class), and per node and class the devices there and how many first
+// fit could still give.
+//
+// DeviceFit and DevicePack share one View per cycle through the cycle
+// state (ForCycle), so the walk over the slices happens once per pod.
+package dra
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/dynamic-resource-allocation/cel"
+	"k8s.io/dynamic-resource-allocation/structured"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/devicefit/devicefit/pkg/devices"
+)
+
+// celCacheSize bounds the compiled expressions kept: classes and the
+// selectors of claims, a few per workload.
+const celCacheSize = 1024
+
+// Tracker keeps what changes rarely between cycles: the inventory built
+// from the slices (rebuilt only when a slice object changes), the class
+// selectors' verdict on each device (kept per device object) and the kind
+// table. One per plugin; safe for concurrent use.
+type Tracker struct {
+	cel *cel.Cache
+
+	mu     sync.Mutex
+	slices map[*resourceapi.ResourceSlice]struct{}
+	inv    *devices.DRAInventory
+	ids    map[structured.DeviceID]*devices.DRADevice
+	// verdicts caches, per CEL expression, its result on each device object;
+	// dropped with the inventory when the slices change.
+	verdicts map[string]map[*resourceapi.Device]bool
+	// classes caches each DeviceClass object's verdict per device id of inv.
+	classes map[*resourceapi.DeviceClass][]bool
+	kinds   map[devices.DeviceKind]int
+	kindTab []devices.DeviceKind
+}
+
+// NewTracker returns an empty tracker.
+func NewTracker() *Tracker {
+	return &Tracker{
+		cel:      cel.NewCache(celCacheSize, cel.Features{EnableConsumableCapacity: true}),
+		verdicts: map[string]map[*resourceapi.Device]bool{},
+		classes:  map[*resourceapi.DeviceClass][]bool{},
+		kinds:    map[devices.DeviceKind]int{},
+	}
+}
+
+// View builds the cycle's view from the framework's DRA manager, or returns
+// nil when the cluster publishes no ResourceSlice (or m is nil): then no
+// node has DRA devices and the plugins pay nothing more.
+func (t *Tracker) View(ctx context.Context, m fwk.SharedDRAManager) (*View, error) {
+	if m == nil || m.ResourceSlices() == nil {
+		return nil, nil
+	}
+	sl, err := m.ResourceSlices().ListWithDeviceTaintRules()
+	if err != nil {
+		return nil, fmt.Errorf("listing ResourceSlices: %w", err)
+	}
+	if len(sl) == 0 {
+		return nil, nil
+	}
+	classList, err := m.DeviceClasses().List()
+	if err != nil {
+		return nil, fmt.Errorf("listing DeviceClasses: %w", err)
+	}
+	state, err := m.ResourceClaims().GatherAllocatedState()
+	if err != nil {
+		return nil, fmt.Errorf("gathering allocated devices: %w", err)
+	}
+
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.refresh(sl)
+	v := &View{
+		ctx: ctx, tracker: t, inv: t.inv,
+		byName:  make(map[string]*Class, len(classList)),
+		entries: map[string][]Entry{},
+		claims:  m.ResourceClaims(),
+	}
+	var held []*devices.DRADevice
+	if state != nil {
+		for id := range state.AllocatedDevices {
+			if d := t.ids[id]; d != nil {
+				held = append(held, d)
+			}
+		}
+	}
+	v.usage = devices.NewDRAUsage(t.inv, held)
+	for _, c := range classList {
+		class := &Class{Name: c.Name, Resource: v1.ResourceName(c.Name), matches: t.classMatches(ctx, c)}
+		if c.Spec.ExtendedResourceName != nil && *c.Spec.ExtendedResourceName != "" {
+			class.Resource = v1.ResourceName(*c.Spec.ExtendedResourceName)
+		}
+		v.classes = append(v.classes, class)
+		v.byName[c.Name] = class
+	}
+	sortClasses(v.classes)
+	if r := m.DeviceClassResolver(); r != nil {
+		v.resolver = r
+	}
+	return v, nil
+}
+
+// refresh rebuilds the inventory when the slice objects differ from those
+// it was built from (an informer update replaces the object).
+func (t *Tracker) refresh(sl []*resourceapi.ResourceSlice) {
+	same := t.inv != nil && len(sl) == len(t.slices)
+	for _, s := range sl {
+		if !same {
+			break
+		}
+		_, same = t.slices[s]
+	}
+	if same {
+		return
+	}
+	t.slices = make(map[*resourceapi.ResourceSlice]struct{}, len(sl))
+	for _, s := range sl {
+		t.slices[s] = struct{}{}
+	}
+	t.inv = devices.NewDRAInventory(sl)
+	t.ids = make(map[structured.DeviceID]*devices.DRADevice, len(t.inv.Devices))
+	for _, d := range t.inv.Devices {
+		t.ids[structured.MakeDeviceID(d.Driver, d.Pool, d.Name)] = d
+	}
+	// Verdicts are kept per device object: those of slices that did not
+	// change stay valid, the rest are never asked again. Drop the maps of
+	// objects gone, not the verdicts still good.
+	live := make(map[*resourceapi.Device]struct{}, len(t.inv.Devices))
+	for _, d := range t.inv.Devices {
+		live[d.API] = struct{}{}
+	}
+	for expr, m := range t.verdicts {
+		for dev := range m {
+			if _, ok := live[dev]; !ok {
+				delete(m, dev)
+			}
+		}
+		if len(m) == 0 {
+			delete(t.verdicts, expr)
+		}
+	}
+	clear(t.classes)
+}
+
+// classMatches returns, per device id, whether class c selects the device:
+// every CEL selector of the class is true (KEP-4381). A selector that fails
+// to compile or to evaluate selects nothing, as the allocator then
+// allocates nothing from the class.
+func (t *Tracker) classMatches(ctx context.Context, c *resourceapi.DeviceClass) []bool {
+	if m, ok := t.classes[c]; ok {
+		return m
+	}
+	out := make([]bool, len(t.inv.Devices))
+	for i, d := range t.inv.Devices {
+		out[i] = t.allMatch(ctx, c.Spec.Selectors, d)
+	}
+	if len(t.classes) > 4*celCacheSize {
+		clear(t.classes) // objects of deleted or updated classes
+	}
+	t.classes[c] = out
+	return out
+}
+
+// allMatch evaluates selectors on d, caching each expression's verdict per
+// device object.
+func (t *Tracker) allMatch(ctx context.Context, selectors []resourceapi.DeviceSelector, d *devices.DRADevice) bool {
+	for _, s := range selectors {
+		if s.CEL == nil {
+			return false
+		}
+		m := t.verdicts[s.CEL.Expression]
+		if m == nil {
+			m = map[*resourceapi.Device]bool{}
+			t.verdicts[s.CEL.Expression] = m
+		}
+		ok, seen := m[d.API]
+		if !seen {
+			ok = t.eval(ctx, s.CEL.Expression, d)
+			m[d.API] = ok
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func (t *Tracker) eval(ctx context.Context, expr string, d *devices.DRADevice) bool {
+	r := t.cel.GetOrCompile(expr)
+	if r.Error != nil {
+		return false
+	}
+	ok, _, err := r.DeviceMatches(ctx, cel.Device{
+		Driver: d.Driver, Attributes: d.API.Attributes, Capacity: d.API.Capacity,
+		AllowMultipleAllocations: d.API.AllowMultipleAllocations,
+	})
+	return err == nil && ok
+}
+
+// kind interns k in the tracker's kind table.
+func (t *Tracker) kind(k devices.DeviceKind) int {
+	if id, ok := t.kinds[k]; ok {
+		return id
+	}
+	if len(t.kindTab) >= devices.MaxKinds {
+		return devices.NoKind
+	}
+	t.kindTab = append(t.kindTab, k)
+	t.kinds[k] = len(t.kindTab) - 1
+	return len(t.kindTab) - 1
+}

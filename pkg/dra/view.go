@@ -1,0 +1,187 @@
+package dra
+
+import (
+	"cmp"
+	"context"
+	"math"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/devicefit/devicefit/pkg/devices"
+)
+
+// Class is a DeviceClass as the plugins count its devices.
+type Class struct {
+	Name string
+	// Resource names the class's devices in demand, workload and metrics:
+	// the class's spec.extendedResourceName (KEP-5004), so that a pod asking
+	// nvidia.com/gpu and a claim for the class are one kind of job, else the
+	// class name.
+	Resource v1.ResourceName
+	// matches[id]: the class's selectors select device id of the inventory.
+	matches []bool
+}
+
+// Selects reports whether the class selects d.
+func (c *Class) Selects(d *devices.DRADevice) bool {
+	return d.ID < len(c.matches) && c.matches[d.ID]
+}
+
+func sortClasses(cs []*Class) {
+	slices.SortFunc(cs, func(a, b *Class) int { return cmp.Compare(a.Name, b.Name) })
+}
+
+// Entry is one device resource of a node served from ResourceSlices: the
+// devices one DeviceClass selects there that have the same facts, the
+// counterpart of a device plugin's resource and its GFD labels.
+type Entry struct {
+	Resource v1.ResourceName
+	Class    string
+	Device   devices.Device
+	// Kind indexes View.Kinds(); devices.NoKind past MaxKinds.
+	Kind int
+	// Total is the devices the class selects there; Free what one claim
+	// could get now by first fit, all at once (partitions that exclude each
+	// other count once).
+	Total, Free int64
+}
+
+// View is the DRA devices of the cluster in one scheduling cycle. Its
+// methods are for the serial phases (PreFilter, PreScore): they take
+// devices tentatively and give them back, and they memoise.
+type View struct {
+	ctx      context.Context
+	tracker  *Tracker
+	inv      *devices.DRAInventory
+	usage    *devices.DRAUsage
+	classes  []*Class
+	byName   map[string]*Class
+	resolver fwk.DeviceClassResolver
+	claims   fwk.ResourceClaimTracker
+	// entries memoises Entries per node.
+	entries map[string][]Entry
+	scratch []*devices.DRADevice
+}
+
+// Node returns the DRA devices published for node, or nil.
+func (v *View) Node(name string) *devices.DRANode {
+	if v == nil {
+		return nil
+	}
+	return v.inv.Nodes[name]
+}
+
+// Nodes returns the names of the nodes with DRA devices.
+func (v *View) Nodes() map[string]*devices.DRANode {
+	if v == nil {
+		return nil
+	}
+	return v.inv.Nodes
+}
+
+// Usage returns what claims hold (and, tentatively, what the cycle holds).
+func (v *View) Usage() *devices.DRAUsage { return v.usage }
+
+// Classes returns the DeviceClasses, sorted by name.
+func (v *View) Classes() []*Class { return v.classes }
+
+// ClassFor returns the class serving the extended resource name
+// (DRAExtendedResource), as the scheduler resolves it, or nil.
+func (v *View) ClassFor(name v1.ResourceName) *Class {
+	if v == nil || v.resolver == nil {
+		return nil
+	}
+	c := v.resolver.GetDeviceClass(name)
+	if c == nil {
+		return nil
+	}
+	return v.byName[c.Name]
+}
+
+// Kinds returns the kind table Entry.Kind indexes.
+func (v *View) Kinds() []devices.DeviceKind {
+	v.tracker.mu.Lock()
+	defer v.tracker.mu.Unlock()
+	return v.tracker.kindTab
+}
+
+// Entries returns node's device resources served from slices, one per
+// class and kind of device, in class order; nil for a node without DRA
+// devices. Memoised for the cycle.
+func (v *View) Entries(node string) []Entry {
+	if v == nil {
+		return nil
+	}
+	if e, ok := v.entries[node]; ok {
+		return e
+	}
+	e := v.compute(v.inv.Nodes[node], nil)
+	v.entries[node] = e
+	return e
+}
+
+// EntriesAfter returns node's entries as they would be with picks held by
+// a claim: what a placement leaves. Not memoised; out is reused.
+func (v *View) EntriesAfter(node string, picks []*devices.DRADevice, out []Entry) []Entry {
+	n := v.inv.Nodes[node]
+	v.usage.Hold(picks)
+	defer v.usage.Release(picks)
+	return v.computeInto(n, out[:0])
+}
+
+func (v *View) compute(n *devices.DRANode, out []Entry) []Entry {
+	if n == nil {
+		return nil
+	}
+	return v.computeInto(n, out)
+}
+
+func (v *View) computeInto(n *devices.DRANode, out []Entry) []Entry {
+	if n == nil {
+		return out
+	}
+	for _, c := range v.classes {
+		start := len(out)
+		for _, d := range n.Devices {
+			if !c.Selects(d) {
+				continue
+			}
+			entryFor(&out, start, c, d.Facts).Total++
+		}
+		if len(out) == start {
+			continue
+		}
+		var picks []*devices.DRADevice
+		picks, _ = v.usage.FirstFit(n, c.Selects, math.MaxInt64, v.scratch[:0])
+		for _, d := range picks {
+			entryFor(&out, start, c, d.Facts).Free++
+		}
+		v.scratch = picks[:0]
+	}
+	if len(out) > 0 {
+		v.tracker.mu.Lock()
+		for i := range out {
+			if out[i].Kind == unset {
+				out[i].Kind = v.tracker.kind(devices.DeviceKind{Resource: out[i].Resource, Device: out[i].Device})
+			}
+		}
+		v.tracker.mu.Unlock()
+	}
+	return out
+}
+
+const unset = math.MinInt
+
+// entryFor finds (or appends) the entry of class c with facts f among
+// (*out)[start:].
+func entryFor(out *[]Entry, start int, c *Class, f devices.Device) *Entry {
+	for i := start; i < len(*out); i++ {
+		if (*out)[i].Device == f {
+			return &(*out)[i]
+		}
+	}
+	*out = append(*out, Entry{Resource: c.Resource, Class: c.Name, Device: f, Kind: unset})
+	return &(*out)[len(*out)-1]
+}

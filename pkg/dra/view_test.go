@@ -1,0 +1,253 @@
+package dra
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/dynamic-resource-allocation/structured"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/utils/ptr"
+
+	"github.com/devicefit/devicefit/pkg/devices"
+)
+
+// manager is the framework's DRA manager over fixed objects: what the
+// scheduler's informers would hold. Only the read side is used here.
+type manager struct {
+	slices  []*resourceapi.ResourceSlice
+	classes []*resourceapi.DeviceClass
+	claims  []*resourceapi.ResourceClaim
+}
+
+func (m *manager) ResourceClaims() fwk.ResourceClaimTracker { return claimTracker{m} }
+func (m *manager) ResourceSlices() fwk.ResourceSliceLister  { return m }
+func (m *manager) DeviceClasses() fwk.DeviceClassLister     { return m }
+func (m *manager) DeviceClassResolver() fwk.DeviceClassResolver {
+	return m
+}
+func (m *manager) ListWithDeviceTaintRules() ([]*resourceapi.ResourceSlice, error) {
+	return m.slices, nil
+}
+func (m *manager) List() ([]*resourceapi.DeviceClass, error) { return m.classes, nil }
+func (m *manager) Get(name string) (*resourceapi.DeviceClass, error) {
+	for _, c := range m.classes {
+		if c.Name == name {
+			return c, nil
+		}
+	}
+	return nil, fmt.Errorf("DeviceClass %s not found", name)
+}
+func (m *manager) GetDeviceClass(r v1.ResourceName) *resourceapi.DeviceClass {
+	for _, c := range m.classes {
+		if ptr.Deref(c.Spec.ExtendedResourceName, "") == string(r) {
+			return c
+		}
+	}
+	return nil
+}
+
+type claimTracker struct{ m *manager }
+
+func (t claimTracker) List() ([]*resourceapi.ResourceClaim, error) { return t.m.claims, nil }
+func (t claimTracker) Get(ns, name string) (*resourceapi.ResourceClaim, error) {
+	for _, c := range t.m.claims {
+		if c.Namespace == ns && c.Name == name {
+			return c, nil
+		}
+	}
+	return nil, fmt.Errorf("not found")
+}
+func (t claimTracker) ListAllAllocatedDevices() (sets.Set[structured.DeviceID], error) {
+	s, err := t.GatherAllocatedState()
+	return s.AllocatedDevices, err
+}
+func (t claimTracker) GatherAllocatedState() (*structured.AllocatedState, error) {
+	s := &structured.AllocatedState{AllocatedDevices: sets.New[structured.DeviceID]()}
+	for _, c := range t.m.claims {
+		if c.Status.Allocation == nil {
+			continue
+		}
+		for _, r := range c.Status.Allocation.Devices.Results {
+			s.AllocatedDevices.Insert(structured.MakeDeviceID(r.Driver, r.Pool, r.Device))
+		}
+	}
+	return s, nil
+}
+func (claimTracker) SignalClaimPendingAllocation(types.UID, *resourceapi.ResourceClaim) error {
+	return nil
+}
+func (claimTracker) GetPendingAllocation(types.UID) *resourceapi.AllocationResult { return nil }
+func (claimTracker) MaybeRemoveClaimPendingAllocation(types.UID, bool) bool     { return false }
+func (claimTracker) AssumeClaimAfterAPICall(*resourceapi.ResourceClaim) error   { return nil }
+func (claimTracker) AssumedClaimRestore(string, string)                         {}
+
+const driver = devices.NVIDIADRADriver
+
+func class(name, expr, extended string) *resourceapi.DeviceClass {
+	c := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: expr}}}}}
+	if extended != "" {
+		c.Spec.ExtendedResourceName = ptr.To(extended)
+	}
+	return c
+}
+
+func gpu(name, typ, product string, memory string, counters map[string]string) resourceapi.Device {
+	d := resourceapi.Device{Name: name,
+		Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
+			"type": {StringValue: ptr.To(typ)}, "productName": {StringValue: ptr.To(product)},
+		},
+		Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{"memory": {Value: resource.MustParse(memory)}},
+	}
+	if typ == "mig" {
+		d.Attributes["profile"] = resourceapi.DeviceAttribute{StringValue: ptr.To("3g.20gb")}
+	}
+	if len(counters) > 0 {
+		cc := resourceapi.DeviceCounterConsumption{CounterSet: "gpu-0", Counters: map[string]resourceapi.Counter{}}
+		for k, v := range counters {
+			cc.Counters[k] = resourceapi.Counter{Value: resource.MustParse(v)}
+		}
+		d.ConsumesCounters = []resourceapi.DeviceCounterConsumption{cc}
+	}
+	return d
+}
+
+func nodeSlice(node string, devs ...resourceapi.Device) *resourceapi.ResourceSlice {
+	return &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: node},
+		Spec: resourceapi.ResourceSliceSpec{Driver: driver, NodeName: ptr.To(node),
+			Pool: resourceapi.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1}, Devices: devs}}
+}
+
+func allocated(name, ns string, results ...string) *resourceapi.ResourceClaim {
+	c := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+	c.Status.Allocation = &resourceapi.AllocationResult{}
+	for _, r := range results {
+		pool, dev, _ := strings.Cut(r, "/")
+		c.Status.Allocation.Devices.Results = append(c.Status.Allocation.Devices.Results,
+			resourceapi.DeviceRequestAllocationResult{Request: "r", Driver: driver, Pool: pool, Device: dev})
+	}
+	return c
+}
+
+func TestView(t *testing.T) {
+	// "mixed": two L40S first, then two A100; "part": one A100 GPU and two
+	// 3g MIG partitions of it over shared counters.
+	mixed := nodeSlice("mixed",
+		gpu("gpu-0", "gpu", "NVIDIA L40S", "48Gi", nil), gpu("gpu-1", "gpu", "NVIDIA L40S", "48Gi", nil),
+		gpu("gpu-2", "gpu", "NVIDIA A100-SXM4-40GB", "40Gi", nil), gpu("gpu-3", "gpu", "NVIDIA A100-SXM4-40GB", "40Gi", nil))
+	counters := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "part-counters"},
+		Spec: resourceapi.ResourceSliceSpec{Driver: driver, NodeName: ptr.To("part"),
+			Pool: resourceapi.ResourcePool{Name: "part", Generation: 1, ResourceSliceCount: 2},
+			SharedCounters: []resourceapi.CounterSet{{Name: "gpu-0", Counters: map[string]resourceapi.Counter{
+				"s0": {Value: resource.MustParse("1")}, "s1": {Value: resource.MustParse("1")}}}}}}
+	part := nodeSlice("part",
+		gpu("gpu-0", "gpu", "NVIDIA A100-SXM4-40GB", "40Gi", map[string]string{"s0": "1", "s1": "1"}),
+		gpu("gpu-0-mig-0", "mig", "NVIDIA A100-SXM4-40GB", "20Gi", map[string]string{"s0": "1"}),
+		gpu("gpu-0-mig-1", "mig", "NVIDIA A100-SXM4-40GB", "20Gi", map[string]string{"s1": "1"}))
+	part.Spec.Pool.ResourceSliceCount = 2
+	claimTemplatePod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"},
+		Spec: v1.PodSpec{ResourceClaims: []v1.PodResourceClaim{
+			{Name: "a", ResourceClaimTemplateName: ptr.To("t")},
+			{Name: "b", ResourceClaimName: ptr.To("shared")},
+		}},
+		Status: v1.PodStatus{ResourceClaimStatuses: []v1.PodResourceClaimStatus{{Name: "a", ResourceClaimName: ptr.To("p-a")}}},
+	}
+	migClaim := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "p-a", Namespace: "ns"},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{
+			{Name: "mig", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "mig.nvidia.com", Count: 1}},
+		}}}}
+	m := &manager{
+		slices: []*resourceapi.ResourceSlice{mixed, part, counters},
+		classes: []*resourceapi.DeviceClass{
+			class("gpu.nvidia.com", `device.driver == "gpu.nvidia.com" && device.attributes["gpu.nvidia.com"].type == "gpu"`, "nvidia.com/gpu"),
+			class("mig.nvidia.com", `device.attributes["gpu.nvidia.com"].type == "mig"`, ""),
+			class("broken", `device.attributes["gpu.nvidia.com"].nosuch.startsWith(`, ""),
+		},
+		claims: []*resourceapi.ResourceClaim{allocated("other", "ns", "mixed/gpu-0"), migClaim, allocated("shared", "ns", "mixed/gpu-3")},
+	}
+	tr := NewTracker()
+	ctx := context.Background()
+	v, err := tr.View(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Entries: per class and product, devices the class selects and what
+	// first fit could give now.
+	got := entriesText(v.Entries("mixed"))
+	want := "nvidia.com/gpu NVIDIA-L40S 1/2; nvidia.com/gpu NVIDIA-A100-SXM4-40GB 1/2"
+	if got != want {
+		t.Errorf("mixed: got %q, want %q", got, want)
+	}
+	got = entriesText(v.Entries("part"))
+	want = "nvidia.com/gpu NVIDIA-A100-SXM4-40GB 1/1; mig.nvidia.com NVIDIA-A100-SXM4-40GB-MIG-3g.20gb 2/2"
+	if got != want {
+		t.Errorf("part: got %q, want %q", got, want)
+	}
+
+	// The pod: nvidia.com/gpu through the class, and the template claim's MIG
+	// request; the shared claim is allocated already.
+	reqs, err := v.PodRequests(claimTemplatePod, devices.Demand{{Name: devices.NVIDIAGPU, Count: 1}, {Name: "example.com/fpga", Count: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reqs) != 2 || reqs[0].Resource != devices.NVIDIAGPU || !reqs[0].Extended || reqs[1].Resource != "mig.nvidia.com" || reqs[1].Count != 1 {
+		t.Fatalf("requests: got %+v", reqs)
+	}
+	all := func(Request) bool { return true }
+	// On "part" the whole GPU and a slice of it exclude each other.
+	if picks, ok := v.Picks("part", reqs, all, nil); ok {
+		t.Errorf("part cannot give a whole GPU and a slice of it: picks %v", picks)
+	}
+	onlyMIG := func(r Request) bool { return !r.Extended }
+	picks, ok := v.Picks("part", reqs, onlyMIG, nil)
+	if !ok || len(picks) != 1 || picks[0].Name != "gpu-0-mig-0" {
+		t.Fatalf("the MIG request alone: want gpu-0-mig-0, got %v (ok %v)", picks, ok)
+	}
+	after := entriesText(v.EntriesAfter("part", picks, nil))
+	if want := "nvidia.com/gpu NVIDIA-A100-SXM4-40GB 0/1; mig.nvidia.com NVIDIA-A100-SXM4-40GB-MIG-3g.20gb 1/2"; after != want {
+		t.Errorf("after one slice: got %q, want %q (the GPU is stranded for whole-GPU claims)", after, want)
+	}
+	if again := entriesText(v.Entries("part")); again != "nvidia.com/gpu NVIDIA-A100-SXM4-40GB 1/1; mig.nvidia.com NVIDIA-A100-SXM4-40GB-MIG-3g.20gb 2/2" {
+		t.Errorf("EntriesAfter must leave the view as it was: %q", again)
+	}
+	// First fit on the mixed node gives the L40S first: the allocator's order.
+	picks, ok = v.Picks("mixed", reqs[:1], all, nil)
+	if !ok || len(picks) != 1 || picks[0].Name != "gpu-1" {
+		t.Errorf("mixed: first fit of one GPU: want gpu-1 (gpu-0 is held), got %v", picks)
+	}
+
+	// A claim that does not exist is an error, not a silent zero.
+	m.claims = m.claims[:1]
+	v2, err := tr.View(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v2.PodRequests(claimTemplatePod, nil); err == nil || !strings.Contains(err.Error(), "p-a") {
+		t.Errorf("missing claim: want an error naming it, got %v", err)
+	}
+	if v2.inv != v.inv {
+		t.Error("unchanged slices must reuse the inventory")
+	}
+
+	// No slices, no view.
+	if v, err := tr.View(ctx, &manager{}); v != nil || err != nil {
+		t.Errorf("no slices: want nil view, got %v, %v", v, err)
+	}
+}
+
+func entriesText(es []Entry) string {
+	var out []string
+	for _, e := range es {
+		out = append(out, fmt.Sprintf("%s %s %d/%d", e.Resource, e.Device.Product, e.Free, e.Total))
+	}
+	return strings.Join(out, "; ")
+}
