@@ -85,9 +85,9 @@ func (claimTracker) SignalClaimPendingAllocation(types.UID, *resourceapi.Resourc
 	return nil
 }
 func (claimTracker) GetPendingAllocation(types.UID) *resourceapi.AllocationResult { return nil }
-func (claimTracker) MaybeRemoveClaimPendingAllocation(types.UID, bool) bool     { return false }
-func (claimTracker) AssumeClaimAfterAPICall(*resourceapi.ResourceClaim) error   { return nil }
-func (claimTracker) AssumedClaimRestore(string, string)                         {}
+func (claimTracker) MaybeRemoveClaimPendingAllocation(types.UID, bool) bool       { return false }
+func (claimTracker) AssumeClaimAfterAPICall(*resourceapi.ResourceClaim) error     { return nil }
+func (claimTracker) AssumedClaimRestore(string, string)                           {}
 
 const driver = devices.NVIDIADRADriver
 
