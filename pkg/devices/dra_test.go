@@ -287,3 +287,82 @@ func TestDRAUsageSharedAndOverConsumed(t *testing.T) {
 		}
 	}
 }
+
+func TestDRAFreeCapacity(t *testing.T) {
+	sl := partitionable("n", 2, 4)
+	sl[0].Spec.Devices = append(sl[0].Spec.Devices, plain("plain-0"), plain("plain-1"))
+	inv := NewDRAInventory(sl)
+	n := inv.Nodes["n"]
+	for _, d := range n.Devices {
+		want := 1.0
+		if isMIG(d) {
+			want = 0.25
+		}
+		if d.Size != want {
+			t.Errorf("%s: size %v, want %v", d.Name, d.Size, want)
+		}
+	}
+	for _, tc := range []struct {
+		held []string
+		want float64
+	}{
+		{nil, 4},
+		{[]string{"gpu-0-mig-1"}, 3.75},
+		{[]string{"gpu-0-mig-1", "gpu-0-mig-2", "gpu-1"}, 2.5},
+		{[]string{"plain-1", "gpu-0"}, 2},
+	} {
+		u := NewDRAUsage(inv, held(inv, tc.held...))
+		if got := u.FreeCapacity(n); got != tc.want {
+			t.Errorf("held %v: free capacity %v, want %v", tc.held, got, tc.want)
+		}
+	}
+}
+
+// TestStrandedDRA: FGD's point on partitions. With whole-GPU and 1-slice
+// jobs alike, a slice belongs on the GPU already cut: on a fresh GPU it
+// leaves a half GPU that whole-GPU jobs cannot use.
+func TestStrandedDRA(t *testing.T) {
+	w, err := NewWorkload([]Class{
+		{Resource: NVIDIAGPU, Devices: 1, Weight: 1},
+		{Resource: "mig.nvidia.com", Devices: 1, Weight: 1},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpuOnly, migOnly := []bool{true, false}, []bool{false, true}
+	node := func(wholeFree, migFree int64, capacity float64) float64 {
+		return w.StrandedDRA([]DRAFree{
+			{Resource: NVIDIAGPU, Free: wholeFree, Size: 1, Accept: gpuOnly},
+			{Resource: "mig.nvidia.com", Free: migFree, Size: 0.5, Accept: migOnly},
+		}, capacity, 1000, 1<<30)
+	}
+	for _, tc := range []struct {
+		name           string
+		whole, mig     int64
+		capacity, want float64
+	}{
+		{"fresh GPU: usable by both", 1, 2, 1, 0},
+		{"one slice left: whole-GPU jobs cannot use it", 0, 1, 0.5, 0.25},
+		{"all taken", 0, 0, 0, 0},
+	} {
+		if got := node(tc.whole, tc.mig, tc.capacity); got != tc.want {
+			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	fresh, cut := node(1, 2, 1), node(0, 1, 0.5)
+	onFresh, onCut := node(0, 1, 0.5)-fresh, node(0, 0, 0)-cut
+	if onCut >= onFresh {
+		t.Errorf("a slice must strand less on the cut GPU (%v) than on the fresh one (%v)", onCut, onFresh)
+	}
+	// CPU that does not fit strands all of it.
+	cpuBound, err := NewWorkload([]Class{{Resource: NVIDIAGPU, Devices: 1, MilliCPU: 1000, Weight: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cpuBound.StrandedDRA([]DRAFree{{Resource: NVIDIAGPU, Free: 1, Size: 1, Accept: []bool{true}}}, 1, 500, 1<<30); got != 1 {
+		t.Errorf("no CPU left: want the whole free capacity stranded, got %v", got)
+	}
+	if got := w.StrandedDRA(nil, 0, 0, 0); got != 0 {
+		t.Errorf("nothing free: got %v", got)
+	}
+}

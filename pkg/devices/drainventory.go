@@ -32,6 +32,11 @@ type DRADevice struct {
 	Facts Device
 	// API is the published device (what DeviceClass CEL selectors see).
 	API *resourceapi.Device
+	// Size is the device's share of the hardware behind its counters: the
+	// mean over its counter set's counters of the part it consumes (a whole
+	// GPU 1, a 1g slice of seven about 1/7); 1 for a device consuming none.
+	// It is the unit that makes a GPU and its partitions comparable.
+	Size float64
 	// consumes lists the shared counters the device uses, as indexes into
 	// DRAInventory.counters.
 	consumes []counterUse
@@ -50,6 +55,9 @@ func (d *DRADevice) Shared() bool { return d.Facts.Shared }
 type DRANode struct {
 	Name    string
 	Devices []*DRADevice
+	// sets are the counter sets the node's devices consume (indexes into
+	// DRAInventory.sets).
+	sets []int
 }
 
 // DRAInventory is the cluster's node-local DRA devices. It is built from
@@ -59,9 +67,13 @@ type DRAInventory struct {
 	Devices []*DRADevice
 	Nodes   map[string]*DRANode
 	// counters holds each shared counter's value (pool, counter set and
-	// counter flattened); counterNames the matching "pool/set/counter".
+	// counter flattened); counterNames the matching "pool/set/counter",
+	// counterSet the index of its set in sets, which lists each set's
+	// counters.
 	counters     []int64
 	counterNames []string
+	counterSet   []int
+	sets         [][]int
 }
 
 // poolKey identifies a resource pool: pool names are unique per driver.
@@ -107,10 +119,14 @@ func (inv *DRAInventory) addPool(k poolKey, poolSlices []*resourceapi.ResourceSl
 	counters := map[[2]string]int{}
 	for _, s := range poolSlices {
 		for _, set := range s.Spec.SharedCounters {
+			id := len(inv.sets)
+			inv.sets = append(inv.sets, nil)
 			for name, c := range set.Counters {
 				counters[[2]string{set.Name, name}] = len(inv.counters)
+				inv.sets[id] = append(inv.sets[id], len(inv.counters))
 				inv.counters = append(inv.counters, c.Value.Value())
 				inv.counterNames = append(inv.counterNames, k.pool+"/"+set.Name+"/"+name)
+				inv.counterSet = append(inv.counterSet, id)
 			}
 		}
 	}
@@ -147,6 +163,7 @@ func (inv *DRAInventory) addPool(k poolKey, poolSlices []*resourceapi.ResourceSl
 				// refuses such a device, and so do we.
 				continue
 			}
+			d.Size = inv.size(d)
 			inv.Devices = append(inv.Devices, d)
 			n := inv.Nodes[node]
 			if n == nil {
@@ -154,8 +171,27 @@ func (inv *DRAInventory) addPool(k poolKey, poolSlices []*resourceapi.ResourceSl
 				inv.Nodes[node] = n
 			}
 			n.Devices = append(n.Devices, d)
+			for _, c := range d.consumes {
+				if set := inv.counterSet[c.counter]; !slices.Contains(n.sets, set) {
+					n.sets = append(n.sets, set)
+				}
+			}
 		}
 	}
+}
+
+// size is d's share of its counter sets (DRADevice.Size).
+func (inv *DRAInventory) size(d *DRADevice) float64 {
+	if len(d.consumes) == 0 {
+		return 1
+	}
+	var share float64
+	for _, c := range d.consumes {
+		if v := inv.counters[c.counter]; v > 0 {
+			share += min(float64(c.amount)/float64(v), 1) / float64(len(inv.sets[inv.counterSet[c.counter]]))
+		}
+	}
+	return share
 }
 
 // tainted reports a NoSchedule or NoExecute device taint (KEP-5055, as
@@ -282,6 +318,32 @@ func (u *DRAUsage) Free(n *DRANode, match func(*DRADevice) bool) int64 {
 	}
 	u.scratch = taken[:0]
 	return int64(len(taken))
+}
+
+// FreeCapacity is what is left of n's hardware in units of whole devices
+// (DRADevice.Size): for devices that consume shared counters, the part of
+// each counter set left (the mean over its counters); plus one for each
+// available device that consumes none. A GPU with two of its seven slices
+// taken has 5/7 left, whichever devices could still be carved from it.
+func (u *DRAUsage) FreeCapacity(n *DRANode) float64 {
+	if n == nil {
+		return 0
+	}
+	var free float64
+	for _, d := range n.Devices {
+		if len(d.consumes) == 0 && u.Available(d) {
+			free++
+		}
+	}
+	for _, set := range n.sets {
+		counters := u.inv.sets[set]
+		for _, c := range counters {
+			if v := u.inv.counters[c]; v > 0 {
+				free += min(max(float64(u.left[c])/float64(v), 0), 1) / float64(len(counters))
+			}
+		}
+	}
+	return free
 }
 
 // Hold marks picks allocated, as a claim holding them would; Release

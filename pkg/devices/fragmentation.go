@@ -195,12 +195,3 @@ func (w *Workload) StrandedDelta(n NodeFree, devices, milliCPU, memoryBytes int6
 	after.MemoryBytes -= memoryBytes
 	return w.Stranded(after) - w.Stranded(n)
 }
-
-// StrandedChangeWith is F(after) - F(before) for one device resource of a
-// node, given its Acceptance, when a placement changes more than the
-// devices it takes: on a partitionable DRA device, one MIG slice taken
-// leaves the GPU's whole-device offer at zero (KEP-4815 shared counters),
-// so the devices of another resource of the node change too.
-func (w *Workload) StrandedChangeWith(acc []bool, before, after NodeFree) float64 {
-	return w.strandedWith(acc, after) - w.strandedWith(acc, before)
-}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -73,8 +74,10 @@ func ValidateResourcePattern(p string) error {
 	}
 	// Extended resources live outside the kubernetes.io namespace, which is
 	// reserved for native resources; upstream's IsNativeResource treats any
-	// name containing "kubernetes.io/" as native, and so do we.
-	if strings.Contains(domain+"/", "kubernetes.io/") {
+	// name containing "kubernetes.io/" as native, and so do we. The one
+	// exception is DRA's implicit extended resource of every DeviceClass,
+	// deviceclass.resource.kubernetes.io/<class> (KEP-5004).
+	if strings.Contains(domain+"/", "kubernetes.io/") && domain+"/" != resourceapi.ResourceDeviceClassPrefix {
 		return fmt.Errorf("%q: the kubernetes.io domain holds native resources, not devices", p)
 	}
 	probe := name

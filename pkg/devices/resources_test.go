@@ -30,6 +30,8 @@ func TestValidateResourcePattern(t *testing.T) {
 		{name: "kubernetes.io subdomain", pattern: "requests.kubernetes.io/gpu", wantErr: "kubernetes.io domain"},
 		{name: "kubernetes.io prefix", pattern: "kubernetes.io/*", wantErr: "kubernetes.io domain"},
 		{name: "name containing kubernetes.io/ is native upstream", pattern: "notkubernetes.io/gpu", wantErr: "kubernetes.io domain"},
+		{name: "DRA implicit extended resource of a DeviceClass (KEP-5004)", pattern: "deviceclass.resource.kubernetes.io/gpu.nvidia.com"},
+		{name: "every DeviceClass's implicit resource", pattern: "deviceclass.resource.kubernetes.io/*"},
 		{name: "star in the middle", pattern: "nvidia.com/mig-*.10gb", wantErr: "only at the end"},
 		{name: "two stars", pattern: "nvidia.com/**", wantErr: "only at the end"},
 		{name: "star in the domain", pattern: "*.com/gpu", wantErr: "only at the end"},

@@ -106,16 +106,28 @@ func requestOf(dr resourceapi.DeviceRequest) *exactRequest {
 	return nil
 }
 
+// Pick is a device first fit gives request Request (an index of the
+// requests passed to Picks).
+type Pick struct {
+	Device  *devices.DRADevice
+	Request int
+}
+
 // Picks returns the devices of node the allocator would give the pod's
 // requests, in order, each request seeing the devices of the ones before
 // it taken; ok is false when some request finds too few. Only the requests
 // that apply on the node count: extended ones where the node does not
 // advertise the resource as allocatable (served reports that).
-func (v *View) Picks(node string, reqs []Request, served func(Request) bool, out []*devices.DRADevice) (_ []*devices.DRADevice, ok bool) {
+func (v *View) Picks(node string, reqs []Request, served func(Request) bool, out []Pick) (_ []Pick, ok bool) {
 	n := v.inv.Nodes[node]
 	ok = true
 	out = out[:0]
-	for _, r := range reqs {
+	held := v.scratch[:0]
+	defer func() {
+		v.usage.Release(held)
+		v.scratch = held[:0]
+	}()
+	for i, r := range reqs {
 		if !served(r) {
 			continue
 		}
@@ -130,15 +142,26 @@ func (v *View) Picks(node string, reqs []Request, served func(Request) bool, out
 				return v.tracker.allMatch(v.ctx, r.selectors, d)
 			}
 		}
-		start := len(out)
+		start := len(held)
 		var found bool
-		v.usage.Hold(out[:start])
-		out, found = v.usage.FirstFit(n, match, r.Count, out)
-		v.usage.Release(out[:start])
+		held, found = v.usage.FirstFit(n, match, r.Count, held)
 		if !found {
 			ok = false
-			out = out[:start]
+			held = held[:start]
+			continue
+		}
+		v.usage.Hold(held[start:])
+		for _, d := range held[start:] {
+			out = append(out, Pick{Device: d, Request: i})
 		}
 	}
 	return out, ok
+}
+
+// Devices returns the picked devices, appended to out.
+func Devices(picks []Pick, out []*devices.DRADevice) []*devices.DRADevice {
+	for _, p := range picks {
+		out = append(out, p.Device)
+	}
+	return out
 }

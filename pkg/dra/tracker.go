@@ -87,8 +87,8 @@ func (t *Tracker) View(ctx context.Context, m fwk.SharedDRAManager) (*View, erro
 	v := &View{
 		ctx: ctx, tracker: t, inv: t.inv,
 		byName:  make(map[string]*Class, len(classList)),
-		entries: map[string][]Entry{},
-		claims:  m.ResourceClaims(),
+		entries: map[string][]Entry{}, capacity: map[string]float64{},
+		claims: m.ResourceClaims(),
 	}
 	var held []*devices.DRADevice
 	if state != nil {
@@ -100,7 +100,7 @@ func (t *Tracker) View(ctx context.Context, m fwk.SharedDRAManager) (*View, erro
 	}
 	v.usage = devices.NewDRAUsage(t.inv, held)
 	for _, c := range classList {
-		class := &Class{Name: c.Name, Resource: v1.ResourceName(c.Name), matches: t.classMatches(ctx, c)}
+		class := &Class{Name: c.Name, Resource: ImplicitResource(c.Name), matches: t.classMatches(ctx, c)}
 		if c.Spec.ExtendedResourceName != nil && *c.Spec.ExtendedResourceName != "" {
 			class.Resource = v1.ResourceName(*c.Spec.ExtendedResourceName)
 		}
@@ -112,6 +112,12 @@ func (t *Tracker) View(ctx context.Context, m fwk.SharedDRAManager) (*View, erro
 		v.resolver = r
 	}
 	return v, nil
+}
+
+// ImplicitResource is the extended resource name every DeviceClass serves
+// (KEP-5004): deviceclass.resource.kubernetes.io/<class>.
+func ImplicitResource(class string) v1.ResourceName {
+	return v1.ResourceName(resourceapi.ResourceDeviceClassPrefix + class)
 }
 
 // refresh rebuilds the inventory when the slice objects differ from those

@@ -18,7 +18,9 @@ type Class struct {
 	// Resource names the class's devices in demand, workload and metrics:
 	// the class's spec.extendedResourceName (KEP-5004), so that a pod asking
 	// nvidia.com/gpu and a claim for the class are one kind of job, else the
-	// class name.
+	// class's implicit extended resource name,
+	// deviceclass.resource.kubernetes.io/<class> (which pods may request
+	// too).
 	Resource v1.ResourceName
 	// matches[id]: the class's selectors select device id of the inventory.
 	matches []bool
@@ -46,6 +48,8 @@ type Entry struct {
 	// could get now by first fit, all at once (partitions that exclude each
 	// other count once).
 	Total, Free int64
+	// Size is a device's share of its hardware (devices.DRADevice.Size).
+	Size float64
 }
 
 // View is the DRA devices of the cluster in one scheduling cycle. Its
@@ -60,9 +64,10 @@ type View struct {
 	byName   map[string]*Class
 	resolver fwk.DeviceClassResolver
 	claims   fwk.ResourceClaimTracker
-	// entries memoises Entries per node.
-	entries map[string][]Entry
-	scratch []*devices.DRADevice
+	// entries and capacity memoise Entries and Capacity per node.
+	entries  map[string][]Entry
+	capacity map[string]float64
+	scratch  []*devices.DRADevice
 }
 
 // Node returns the DRA devices published for node, or nil.
@@ -122,13 +127,28 @@ func (v *View) Entries(node string) []Entry {
 	return e
 }
 
-// EntriesAfter returns node's entries as they would be with picks held by
-// a claim: what a placement leaves. Not memoised; out is reused.
-func (v *View) EntriesAfter(node string, picks []*devices.DRADevice, out []Entry) []Entry {
+// Capacity returns the node's free DRA capacity in whole devices
+// (devices.DRAUsage.FreeCapacity). Memoised for the cycle.
+func (v *View) Capacity(node string) float64 {
+	if v == nil {
+		return 0
+	}
+	if c, ok := v.capacity[node]; ok {
+		return c
+	}
+	c := v.usage.FreeCapacity(v.inv.Nodes[node])
+	v.capacity[node] = c
+	return c
+}
+
+// EntriesAfter returns node's entries and free capacity as they would be
+// with picks held by a claim: what a placement leaves. Not memoised; out
+// is reused.
+func (v *View) EntriesAfter(node string, picks []*devices.DRADevice, out []Entry) ([]Entry, float64) {
 	n := v.inv.Nodes[node]
 	v.usage.Hold(picks)
 	defer v.usage.Release(picks)
-	return v.computeInto(n, out[:0])
+	return v.computeInto(n, out[:0]), v.usage.FreeCapacity(n)
 }
 
 func (v *View) compute(n *devices.DRANode, out []Entry) []Entry {
@@ -148,7 +168,11 @@ func (v *View) computeInto(n *devices.DRANode, out []Entry) []Entry {
 			if !c.Selects(d) {
 				continue
 			}
-			entryFor(&out, start, c, d.Facts).Total++
+			e := entryFor(&out, start, c, d.Facts)
+			if e.Total == 0 {
+				e.Size = d.Size
+			}
+			e.Total++
 		}
 		if len(out) == start {
 			continue

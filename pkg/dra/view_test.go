@@ -10,84 +10,11 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/dynamic-resource-allocation/structured"
-	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/utils/ptr"
 
+	"github.com/devicefit/devicefit/internal/dratest"
 	"github.com/devicefit/devicefit/pkg/devices"
 )
-
-// manager is the framework's DRA manager over fixed objects: what the
-// scheduler's informers would hold. Only the read side is used here.
-type manager struct {
-	slices  []*resourceapi.ResourceSlice
-	classes []*resourceapi.DeviceClass
-	claims  []*resourceapi.ResourceClaim
-}
-
-func (m *manager) ResourceClaims() fwk.ResourceClaimTracker { return claimTracker{m} }
-func (m *manager) ResourceSlices() fwk.ResourceSliceLister  { return m }
-func (m *manager) DeviceClasses() fwk.DeviceClassLister     { return m }
-func (m *manager) DeviceClassResolver() fwk.DeviceClassResolver {
-	return m
-}
-func (m *manager) ListWithDeviceTaintRules() ([]*resourceapi.ResourceSlice, error) {
-	return m.slices, nil
-}
-func (m *manager) List() ([]*resourceapi.DeviceClass, error) { return m.classes, nil }
-func (m *manager) Get(name string) (*resourceapi.DeviceClass, error) {
-	for _, c := range m.classes {
-		if c.Name == name {
-			return c, nil
-		}
-	}
-	return nil, fmt.Errorf("DeviceClass %s not found", name)
-}
-func (m *manager) GetDeviceClass(r v1.ResourceName) *resourceapi.DeviceClass {
-	for _, c := range m.classes {
-		if ptr.Deref(c.Spec.ExtendedResourceName, "") == string(r) {
-			return c
-		}
-	}
-	return nil
-}
-
-type claimTracker struct{ m *manager }
-
-func (t claimTracker) List() ([]*resourceapi.ResourceClaim, error) { return t.m.claims, nil }
-func (t claimTracker) Get(ns, name string) (*resourceapi.ResourceClaim, error) {
-	for _, c := range t.m.claims {
-		if c.Namespace == ns && c.Name == name {
-			return c, nil
-		}
-	}
-	return nil, fmt.Errorf("not found")
-}
-func (t claimTracker) ListAllAllocatedDevices() (sets.Set[structured.DeviceID], error) {
-	s, err := t.GatherAllocatedState()
-	return s.AllocatedDevices, err
-}
-func (t claimTracker) GatherAllocatedState() (*structured.AllocatedState, error) {
-	s := &structured.AllocatedState{AllocatedDevices: sets.New[structured.DeviceID]()}
-	for _, c := range t.m.claims {
-		if c.Status.Allocation == nil {
-			continue
-		}
-		for _, r := range c.Status.Allocation.Devices.Results {
-			s.AllocatedDevices.Insert(structured.MakeDeviceID(r.Driver, r.Pool, r.Device))
-		}
-	}
-	return s, nil
-}
-func (claimTracker) SignalClaimPendingAllocation(types.UID, *resourceapi.ResourceClaim) error {
-	return nil
-}
-func (claimTracker) GetPendingAllocation(types.UID) *resourceapi.AllocationResult { return nil }
-func (claimTracker) MaybeRemoveClaimPendingAllocation(types.UID, bool) bool       { return false }
-func (claimTracker) AssumeClaimAfterAPICall(*resourceapi.ResourceClaim) error     { return nil }
-func (claimTracker) AssumedClaimRestore(string, string)                           {}
 
 const driver = devices.NVIDIADRADriver
 
@@ -164,14 +91,14 @@ func TestView(t *testing.T) {
 		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{
 			{Name: "mig", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "mig.nvidia.com", Count: 1}},
 		}}}}
-	m := &manager{
-		slices: []*resourceapi.ResourceSlice{mixed, part, counters},
-		classes: []*resourceapi.DeviceClass{
+	m := &dratest.Manager{
+		Slices: []*resourceapi.ResourceSlice{mixed, part, counters},
+		Classes: []*resourceapi.DeviceClass{
 			class("gpu.nvidia.com", `device.driver == "gpu.nvidia.com" && device.attributes["gpu.nvidia.com"].type == "gpu"`, "nvidia.com/gpu"),
 			class("mig.nvidia.com", `device.attributes["gpu.nvidia.com"].type == "mig"`, ""),
 			class("broken", `device.attributes["gpu.nvidia.com"].nosuch.startsWith(`, ""),
 		},
-		claims: []*resourceapi.ResourceClaim{allocated("other", "ns", "mixed/gpu-0"), migClaim, allocated("shared", "ns", "mixed/gpu-3")},
+		Claims: []*resourceapi.ResourceClaim{allocated("other", "ns", "mixed/gpu-0"), migClaim, allocated("shared", "ns", "mixed/gpu-3")},
 	}
 	tr := NewTracker()
 	ctx := context.Background()
@@ -188,7 +115,7 @@ func TestView(t *testing.T) {
 		t.Errorf("mixed: got %q, want %q", got, want)
 	}
 	got = entriesText(v.Entries("part"))
-	want = "nvidia.com/gpu NVIDIA-A100-SXM4-40GB 1/1; mig.nvidia.com NVIDIA-A100-SXM4-40GB-MIG-3g.20gb 2/2"
+	want = "nvidia.com/gpu NVIDIA-A100-SXM4-40GB 1/1; deviceclass.resource.kubernetes.io/mig.nvidia.com NVIDIA-A100-SXM4-40GB-MIG-3g.20gb 2/2"
 	if got != want {
 		t.Errorf("part: got %q, want %q", got, want)
 	}
@@ -199,7 +126,7 @@ func TestView(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(reqs) != 2 || reqs[0].Resource != devices.NVIDIAGPU || !reqs[0].Extended || reqs[1].Resource != "mig.nvidia.com" || reqs[1].Count != 1 {
+	if len(reqs) != 2 || reqs[0].Resource != devices.NVIDIAGPU || !reqs[0].Extended || reqs[1].Resource != "deviceclass.resource.kubernetes.io/mig.nvidia.com" || reqs[1].Count != 1 {
 		t.Fatalf("requests: got %+v", reqs)
 	}
 	all := func(Request) bool { return true }
@@ -209,24 +136,28 @@ func TestView(t *testing.T) {
 	}
 	onlyMIG := func(r Request) bool { return !r.Extended }
 	picks, ok := v.Picks("part", reqs, onlyMIG, nil)
-	if !ok || len(picks) != 1 || picks[0].Name != "gpu-0-mig-0" {
+	if !ok || len(picks) != 1 || picks[0].Device.Name != "gpu-0-mig-0" || picks[0].Request != 1 {
 		t.Fatalf("the MIG request alone: want gpu-0-mig-0, got %v (ok %v)", picks, ok)
 	}
-	after := entriesText(v.EntriesAfter("part", picks, nil))
-	if want := "nvidia.com/gpu NVIDIA-A100-SXM4-40GB 0/1; mig.nvidia.com NVIDIA-A100-SXM4-40GB-MIG-3g.20gb 1/2"; after != want {
+	afterEntries, capacity := v.EntriesAfter("part", Devices(picks, nil), nil)
+	after := entriesText(afterEntries)
+	if capacity != 0.5 || v.Capacity("part") != 1 {
+		t.Errorf("part: free capacity %v after one slice (want 0.5), %v before (want 1)", capacity, v.Capacity("part"))
+	}
+	if want := "nvidia.com/gpu NVIDIA-A100-SXM4-40GB 0/1; deviceclass.resource.kubernetes.io/mig.nvidia.com NVIDIA-A100-SXM4-40GB-MIG-3g.20gb 1/2"; after != want {
 		t.Errorf("after one slice: got %q, want %q (the GPU is stranded for whole-GPU claims)", after, want)
 	}
-	if again := entriesText(v.Entries("part")); again != "nvidia.com/gpu NVIDIA-A100-SXM4-40GB 1/1; mig.nvidia.com NVIDIA-A100-SXM4-40GB-MIG-3g.20gb 2/2" {
+	if again := entriesText(v.Entries("part")); again != "nvidia.com/gpu NVIDIA-A100-SXM4-40GB 1/1; deviceclass.resource.kubernetes.io/mig.nvidia.com NVIDIA-A100-SXM4-40GB-MIG-3g.20gb 2/2" {
 		t.Errorf("EntriesAfter must leave the view as it was: %q", again)
 	}
 	// First fit on the mixed node gives the L40S first: the allocator's order.
 	picks, ok = v.Picks("mixed", reqs[:1], all, nil)
-	if !ok || len(picks) != 1 || picks[0].Name != "gpu-1" {
+	if !ok || len(picks) != 1 || picks[0].Device.Name != "gpu-1" {
 		t.Errorf("mixed: first fit of one GPU: want gpu-1 (gpu-0 is held), got %v", picks)
 	}
 
 	// A claim that does not exist is an error, not a silent zero.
-	m.claims = m.claims[:1]
+	m.Claims = m.Claims[:1]
 	v2, err := tr.View(ctx, m)
 	if err != nil {
 		t.Fatal(err)
@@ -239,7 +170,7 @@ func TestView(t *testing.T) {
 	}
 
 	// No slices, no view.
-	if v, err := tr.View(ctx, &manager{}); v != nil || err != nil {
+	if v, err := tr.View(ctx, &dratest.Manager{}); v != nil || err != nil {
 		t.Errorf("no slices: want nil view, got %v, %v", v, err)
 	}
 }

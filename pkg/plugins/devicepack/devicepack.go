@@ -20,6 +20,7 @@ import (
 	_ "github.com/devicefit/devicefit/pkg/apis/config/scheme" // args decode from KubeSchedulerConfiguration
 	"github.com/devicefit/devicefit/pkg/apis/config/validation"
 	"github.com/devicefit/devicefit/pkg/devices"
+	"github.com/devicefit/devicefit/pkg/dra"
 	"github.com/devicefit/devicefit/pkg/metrics"
 )
 
@@ -51,6 +52,8 @@ type DevicePack struct {
 	weights             weights
 	values              []productValue
 	workload            *workload
+	// dra keeps the DRA inventory and class verdicts between cycles.
+	dra *dra.Tracker
 }
 
 type weights struct {
@@ -92,6 +95,7 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 			deviceNodePenalty: args.DeviceNodePenalty,
 		},
 		workload: w,
+		dra:      dra.NewTracker(),
 	}
 	for _, v := range args.ProductValues {
 		p, err := devices.ParseProductPattern(v.Product)

@@ -23,6 +23,9 @@ type snapshotHandle struct {
 
 func (h snapshotHandle) SnapshotSharedLister() fwk.SharedLister { return h.snapshot }
 
+// SharedDRAManager: none; no node has DRA devices.
+func (h snapshotHandle) SharedDRAManager() fwk.SharedDRAManager { return nil }
+
 // SharedInformerFactory: none; the metrics source is then not registered.
 func (h snapshotHandle) SharedInformerFactory() informers.SharedInformerFactory { return nil }
 

@@ -17,7 +17,10 @@ const preScoreStateKey fwk.StateKey = "PreScore" + Name
 
 // preScoreState is computed once per pod; Score reads it for every node.
 type preScoreState struct {
+	// demand is the pod's extended-resource device demand; devicePod says
+	// whether it takes devices at all (claims included).
 	demand      devices.Demand
+	devicePod   bool
 	milliCPU    int64
 	memoryBytes int64
 	workload    *devices.Workload
@@ -27,6 +30,14 @@ type preScoreState struct {
 	kinds []kindInfo
 	// maxValue is the largest product value among the candidates (> 0).
 	maxValue int64
+	// dra holds the candidates with DRA devices (prepareDRA), by name.
+	dra map[string]*draNode
+}
+
+// terms are Score's sums, in thousandths of a device.
+type terms struct {
+	frag, fit, value, scarcity int64
+	hasDevices                 bool
 }
 
 // kindInfo is what scoring needs of one kind of device, computed once per
@@ -52,12 +63,24 @@ func (s *preScoreState) Clone() fwk.StateData { return s }
 
 // PreFilter records the pod in the observed workload, once per pod. It never
 // rejects and returns Skip: DevicePack has no Filter.
-func (pl *DevicePack) PreFilter(_ context.Context, _ fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+//
+// A pod with ResourceClaims is observed by what its unallocated claims
+// request (per class Resource): claim pods are jobs of the workload as much
+// as pods asking for nvidia.com/gpu.
+func (pl *DevicePack) PreFilter(ctx context.Context, cycleState fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	if !pl.workload.observed {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	demand, err := devices.PodDemand(pod, pl.resources)
-	if err != nil || len(demand) == 0 {
+	if err != nil {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	if len(pod.Spec.ResourceClaims) > 0 {
+		if view, err := pl.draView(ctx, cycleState); err == nil {
+			demand = draDemand(view, pod, demand)
+		}
+	}
+	if len(demand) == 0 {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	sel, err := devices.ParseSelector(pod.Annotations)
@@ -83,17 +106,29 @@ func requests(pod *v1.Pod) (milliCPU, memoryBytes int64) {
 // device on the candidate nodes, its value, workload acceptance and scarcity
 // pressure, so Score neither parses nor allocates. The node cache reads a
 // node's labels only when the node object changed.
-func (pl *DevicePack) PreScore(_ context.Context, cycleState fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
+func (pl *DevicePack) PreScore(ctx context.Context, cycleState fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
 	demand, err := devices.PodDemand(pod, pl.resources)
 	if err != nil {
 		// DeviceFit reports this; scoring a malformed pod helps no one.
 		return fwk.NewStatus(fwk.Skip)
 	}
+	view, err := pl.draView(ctx, cycleState)
+	if err != nil {
+		return fwk.AsStatus(fmt.Errorf("DRA devices: %w", err))
+	}
+	reqs, err := view.PodRequests(pod, demand)
+	if err != nil {
+		// DynamicResources keeps a pod whose claims are missing from being
+		// scheduled; without its demand there is nothing to pack for.
+		return fwk.NewStatus(fwk.Skip)
+	}
+	// devicePod: the pod takes devices, through a device plugin or DRA.
+	devicePod := len(demand) > 0 || len(reqs) > 0
 	wl, err := pl.workload.snapshot()
 	if err != nil {
 		return fwk.AsStatus(fmt.Errorf("workload snapshot: %w", err))
 	}
-	s := &preScoreState{demand: demand, workload: wl, maxValue: 1, cache: pl.cache}
+	s := &preScoreState{demand: demand, devicePod: devicePod, workload: wl, maxValue: 1, cache: pl.cache}
 	s.milliCPU, s.memoryBytes = requests(pod)
 	pl.scratchMu.Lock()
 	defer pl.scratchMu.Unlock()
@@ -102,8 +137,13 @@ func (pl *DevicePack) PreScore(_ context.Context, cycleState fwk.CycleState, pod
 	// list) would make it an estimate that changes with where the search
 	// started. Refreshing all nodes first also interns every kind before
 	// the table is sized.
-	all := pl.allNodes(wl != nil && pl.weights.scarcity > 0 && len(demand) > 0, len(nodes))
+	all := pl.allNodes(wl != nil && pl.weights.scarcity > 0 && devicePod, len(nodes))
 	table, entries := pl.refresh(nodes, all != nil)
+	var kindMap []int
+	if view != nil {
+		kindMap = pl.mapKinds(view)
+		table = pl.cache.Kinds()
+	}
 	s.kinds = make([]kindInfo, len(table))
 	var withDevices bool
 	for j, n := range nodes {
@@ -137,12 +177,16 @@ func (pl *DevicePack) PreScore(_ context.Context, cycleState fwk.CycleState, pod
 	if all != nil {
 		s.addFree(all, pl.allScratch)
 	}
+	if view != nil && pl.prepareDRA(view, reqs, s, nodes, all != nil, kindMap) {
+		withDevices = true
+	}
 	if !withDevices {
 		// No candidate has devices: nothing to pack, nothing to strand.
 		return fwk.NewStatus(fwk.Skip)
 	}
 	if wl != nil {
-		s.computeKinds(table, pl.weights.scarcity > 0 && len(demand) > 0)
+		s.computeKinds(table, pl.weights.scarcity > 0 && devicePod)
+		s.finishDRA()
 	}
 	cycleState.Write(preScoreStateKey, s)
 	return nil
@@ -292,15 +336,14 @@ func (pl *DevicePack) score(s *preScoreState, nodeInfo fwk.NodeInfo) int64 {
 		e = devices.ReadNodeDevices(nodeInfo.Node(), pl.resources)
 	}
 
-	var frag, fit, value, scarcity int64
-	var hasDevices bool
+	var t terms
 	for i := range e.Devices {
 		d := &e.Devices[i]
 		a := alloc.GetScalarResources()[d.Resource]
 		if a <= 0 {
 			continue
 		}
-		hasDevices = true
+		t.hasDevices = true
 		var k *kindInfo
 		if d.Kind >= 0 && d.Kind < len(s.kinds) {
 			k = &s.kinds[d.Kind]
@@ -312,24 +355,27 @@ func (pl *DevicePack) score(s *preScoreState, nodeInfo fwk.NodeInfo) int64 {
 			delta := s.workload.StrandedDeltaWith(accept, devices.NodeFree{
 				Resource: d.Resource, Devices: a - used, MilliCPU: freeCPU, MemoryBytes: freeMem, Device: d.Device,
 			}, take, s.milliCPU, s.memoryBytes)
-			frag -= int64(math.Round(delta * 1000))
+			t.frag -= int64(math.Round(delta * 1000))
 		}
 		if take > 0 {
-			fit += (used + take) * 1000 / a
+			t.fit += (used + take) * 1000 / a
 			var v int64
 			if k != nil && k.candidate {
 				v = k.value
 			} else {
 				v = pl.value(d.Device)
 			}
-			value += 1000 - min(v, s.maxValue)*1000/s.maxValue
+			t.value += 1000 - min(v, s.maxValue)*1000/s.maxValue
 			if k != nil {
-				scarcity -= int64(math.Round(k.pressure * float64(take) * 1000))
+				t.scarcity -= int64(math.Round(k.pressure * float64(take) * 1000))
 			}
 		}
 	}
-	score := pl.weights.fragmentation*frag + pl.weights.bestFit*fit + pl.weights.productValue*value + pl.weights.scarcity*scarcity
-	if hasDevices && len(s.demand) == 0 {
+	if dn := s.dra[nodeInfo.Node().Name]; dn != nil {
+		pl.scoreDRA(s, dn, &t)
+	}
+	score := pl.weights.fragmentation*t.frag + pl.weights.bestFit*t.fit + pl.weights.productValue*t.value + pl.weights.scarcity*t.scarcity
+	if t.hasDevices && !s.devicePod {
 		score -= pl.weights.deviceNodePenalty * 1000
 	}
 	return score

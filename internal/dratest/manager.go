@@ -1,0 +1,159 @@
+// Package dratest holds an in-memory fwk.SharedDRAManager: the DRA objects
+// the scheduler's informers would hold, for plugin unit tests that need DRA
+// devices without an API server. Tests that talk to the API server use the
+// real one (test/integration).
+package dratest
+
+import (
+	"fmt"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/dynamic-resource-allocation/structured"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/utils/ptr"
+)
+
+// Manager serves fixed slices, classes and claims. Pending allocations
+// (SignalClaimPendingAllocation) count as allocated until removed, as in
+// the scheduler's tracker.
+type Manager struct {
+	Slices  []*resourceapi.ResourceSlice
+	Classes []*resourceapi.DeviceClass
+	Claims  []*resourceapi.ResourceClaim
+
+	mu      sync.Mutex
+	pending map[types.UID]*resourceapi.ResourceClaim
+}
+
+var _ fwk.SharedDRAManager = &Manager{}
+
+func (m *Manager) ResourceClaims() fwk.ResourceClaimTracker     { return claims{m} }
+func (m *Manager) ResourceSlices() fwk.ResourceSliceLister      { return slices{m} }
+func (m *Manager) DeviceClasses() fwk.DeviceClassLister         { return classes{m} }
+func (m *Manager) DeviceClassResolver() fwk.DeviceClassResolver { return classes{m} }
+
+type slices struct{ m *Manager }
+
+func (s slices) ListWithDeviceTaintRules() ([]*resourceapi.ResourceSlice, error) {
+	return s.m.Slices, nil
+}
+
+type classes struct{ m *Manager }
+
+func (c classes) List() ([]*resourceapi.DeviceClass, error) { return c.m.Classes, nil }
+
+func (c classes) Get(name string) (*resourceapi.DeviceClass, error) {
+	for _, dc := range c.m.Classes {
+		if dc.Name == name {
+			return dc, nil
+		}
+	}
+	return nil, fmt.Errorf("DeviceClass %s not found", name)
+}
+
+// GetDeviceClass resolves an extended resource name as the scheduler's
+// cache does: the class naming it in spec.extendedResourceName.
+// Every class also serves its implicit name,
+// deviceclass.resource.kubernetes.io/<class>.
+func (c classes) GetDeviceClass(r v1.ResourceName) *resourceapi.DeviceClass {
+	for _, dc := range c.m.Classes {
+		if ptr.Deref(dc.Spec.ExtendedResourceName, "") == string(r) || resourceapi.ResourceDeviceClassPrefix+dc.Name == string(r) {
+			return dc
+		}
+	}
+	return nil
+}
+
+type claims struct{ m *Manager }
+
+func (c claims) List() ([]*resourceapi.ResourceClaim, error) {
+	c.m.mu.Lock()
+	defer c.m.mu.Unlock()
+	out := make([]*resourceapi.ResourceClaim, 0, len(c.m.Claims)+len(c.m.pending))
+	listed := sets.New[types.UID]()
+	for _, claim := range c.m.Claims {
+		listed.Insert(claim.UID)
+		if p := c.m.pending[claim.UID]; p != nil {
+			claim = p
+		}
+		out = append(out, claim)
+	}
+	// A claim the scheduler made itself (extended resources) is pending
+	// before it exists in the API.
+	for uid, p := range c.m.pending {
+		if !listed.Has(uid) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+func (c claims) Get(ns, name string) (*resourceapi.ResourceClaim, error) {
+	list, _ := c.List()
+	for _, claim := range list {
+		if claim.Namespace == ns && claim.Name == name {
+			return claim, nil
+		}
+	}
+	return nil, fmt.Errorf("ResourceClaim %s/%s not found", ns, name)
+}
+
+func (c claims) ListAllAllocatedDevices() (sets.Set[structured.DeviceID], error) {
+	s, err := c.GatherAllocatedState()
+	if err != nil {
+		return nil, err
+	}
+	return s.AllocatedDevices, nil
+}
+
+func (c claims) GatherAllocatedState() (*structured.AllocatedState, error) {
+	s := &structured.AllocatedState{
+		AllocatedDevices:         sets.New[structured.DeviceID](),
+		AllocatedSharedDeviceIDs: sets.New[structured.SharedDeviceID](),
+		AggregatedCapacity:       structured.NewConsumedCapacityCollection(),
+	}
+	list, _ := c.List()
+	for _, claim := range list {
+		if claim.Status.Allocation == nil {
+			continue
+		}
+		for _, r := range claim.Status.Allocation.Devices.Results {
+			s.AllocatedDevices.Insert(structured.MakeDeviceID(r.Driver, r.Pool, r.Device))
+		}
+	}
+	return s, nil
+}
+
+func (c claims) SignalClaimPendingAllocation(uid types.UID, claim *resourceapi.ResourceClaim) error {
+	c.m.mu.Lock()
+	defer c.m.mu.Unlock()
+	if c.m.pending == nil {
+		c.m.pending = map[types.UID]*resourceapi.ResourceClaim{}
+	}
+	c.m.pending[uid] = claim
+	return nil
+}
+
+func (c claims) GetPendingAllocation(uid types.UID) *resourceapi.AllocationResult {
+	c.m.mu.Lock()
+	defer c.m.mu.Unlock()
+	if p := c.m.pending[uid]; p != nil {
+		return p.Status.Allocation
+	}
+	return nil
+}
+
+func (c claims) MaybeRemoveClaimPendingAllocation(uid types.UID, _ bool) bool {
+	c.m.mu.Lock()
+	defer c.m.mu.Unlock()
+	_, ok := c.m.pending[uid]
+	delete(c.m.pending, uid)
+	return ok
+}
+
+func (claims) AssumeClaimAfterAPICall(*resourceapi.ResourceClaim) error { return nil }
+func (claims) AssumedClaimRestore(string, string)                       {}

@@ -1,0 +1,137 @@
+package dratest
+
+import (
+	"fmt"
+	"strings"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+)
+
+// Driver is NVIDIA's DRA driver name: the objects below carry its
+// attribute names, as dra-driver-nvidia-gpu publishes them.
+const Driver = "gpu.nvidia.com"
+
+// Class selectors of the driver's device types, as its DeviceClasses have
+// them.
+const (
+	WholeGPUs = `device.driver == "gpu.nvidia.com" && device.attributes["gpu.nvidia.com"].type == "gpu"`
+	MIGs      = `device.driver == "gpu.nvidia.com" && device.attributes["gpu.nvidia.com"].type == "mig"`
+)
+
+// GPU is a whole GPU as the driver publishes it: type, productName (NVML's
+// name, with spaces), architecture, cudaComputeCapability and memory.
+func GPU(name, product, arch, compute, memory string) resourceapi.Device {
+	return resourceapi.Device{
+		Name: name,
+		Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
+			"type":                  {StringValue: ptr.To("gpu")},
+			"productName":           {StringValue: ptr.To(product)},
+			"architecture":          {StringValue: ptr.To(arch)},
+			"cudaComputeCapability": {VersionValue: ptr.To(compute)},
+		},
+		Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{
+			"memory": {Value: resource.MustParse(memory)},
+		},
+	}
+}
+
+// GPUs returns n GPUs named gpu-<first>, gpu-<first+1>, … of one model.
+func GPUs(first, n int, product, arch, compute, memory string) []resourceapi.Device {
+	out := make([]resourceapi.Device, n)
+	for i := range out {
+		out[i] = GPU(fmt.Sprintf("gpu-%d", first+i), product, arch, compute, memory)
+	}
+	return out
+}
+
+// NodeSlice publishes devices for node in a one-slice pool named after it.
+func NodeSlice(node string, devices ...resourceapi.Device) *resourceapi.ResourceSlice {
+	return &resourceapi.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: node + "-" + Driver},
+		Spec: resourceapi.ResourceSliceSpec{
+			Driver: Driver, NodeName: ptr.To(node),
+			Pool:    resourceapi.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1},
+			Devices: devices,
+		},
+	}
+}
+
+// Partitionable publishes on node gpus partitionable GPUs of one model
+// (KEP-4815), as the driver does for dynamic MIG: per GPU a counter set of
+// memory slices, the whole GPU consuming all of them and each 1-slice MIG
+// device (profile) one. Two slices: the counter sets, then the devices.
+func Partitionable(node string, gpus, slices int, product, profile, memory, sliceMemory string) []*resourceapi.ResourceSlice {
+	counters := &resourceapi.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: node + "-counters"},
+		Spec: resourceapi.ResourceSliceSpec{Driver: Driver, NodeName: ptr.To(node),
+			Pool: resourceapi.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 2}},
+	}
+	devs := &resourceapi.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: node + "-devices"},
+		Spec: resourceapi.ResourceSliceSpec{Driver: Driver, NodeName: ptr.To(node),
+			Pool: resourceapi.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 2}},
+	}
+	one := resourceapi.Counter{Value: resource.MustParse("1")}
+	for g := range gpus {
+		set := resourceapi.CounterSet{Name: fmt.Sprintf("gpu-%d-counters", g), Counters: map[string]resourceapi.Counter{}}
+		whole := GPU(fmt.Sprintf("gpu-%d", g), product, "Ampere", "8.0.0", memory)
+		all := resourceapi.DeviceCounterConsumption{CounterSet: set.Name, Counters: map[string]resourceapi.Counter{}}
+		for s := range slices {
+			set.Counters[fmt.Sprintf("memory-slice-%d", s)] = one
+			all.Counters[fmt.Sprintf("memory-slice-%d", s)] = one
+		}
+		whole.ConsumesCounters = []resourceapi.DeviceCounterConsumption{all}
+		counters.Spec.SharedCounters = append(counters.Spec.SharedCounters, set)
+		devs.Spec.Devices = append(devs.Spec.Devices, whole)
+		for s := range slices {
+			mig := GPU(fmt.Sprintf("gpu-%d-mig-%s-%d", g, profile, s), product, "Ampere", "8.0.0", sliceMemory)
+			mig.Attributes["type"] = resourceapi.DeviceAttribute{StringValue: ptr.To("mig")}
+			mig.Attributes["profile"] = resourceapi.DeviceAttribute{StringValue: ptr.To(profile)}
+			mig.ConsumesCounters = []resourceapi.DeviceCounterConsumption{{CounterSet: set.Name,
+				Counters: map[string]resourceapi.Counter{fmt.Sprintf("memory-slice-%d", s): one}}}
+			devs.Spec.Devices = append(devs.Spec.Devices, mig)
+		}
+	}
+	return []*resourceapi.ResourceSlice{counters, devs}
+}
+
+// Class is a DeviceClass selecting by expr, serving extended (KEP-5004)
+// when not empty.
+func Class(name, expr, extended string) *resourceapi.DeviceClass {
+	c := &resourceapi.DeviceClass{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{
+			{CEL: &resourceapi.CELDeviceSelector{Expression: expr}},
+		}},
+	}
+	if extended != "" {
+		c.Spec.ExtendedResourceName = ptr.To(extended)
+	}
+	return c
+}
+
+// Claim is an unallocated claim for count devices of class.
+func Claim(ns, name, class string, count int64) *resourceapi.ResourceClaim {
+	return &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "/" + name)},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
+			Name: "devices", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: class, Count: count},
+		}}}},
+	}
+}
+
+// Allocated is a claim holding devices, each "pool/device" of Driver.
+func Allocated(ns, name string, devices ...string) *resourceapi.ResourceClaim {
+	c := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "/" + name)}}
+	c.Status.Allocation = &resourceapi.AllocationResult{}
+	for _, d := range devices {
+		pool, dev, _ := strings.Cut(d, "/")
+		c.Status.Allocation.Devices.Results = append(c.Status.Allocation.Devices.Results,
+			resourceapi.DeviceRequestAllocationResult{Request: "devices", Driver: Driver, Pool: pool, Device: dev})
+	}
+	return c
+}

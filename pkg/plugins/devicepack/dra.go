@@ -1,0 +1,231 @@
+package devicepack
+
+import (
+	"context"
+	"math"
+
+	v1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/devicefit/devicefit/pkg/devices"
+	"github.com/devicefit/devicefit/pkg/dra"
+)
+
+// DRA devices are packed as device-plugin devices are: a node's entries
+// (one per DeviceClass and kind of device, pkg/dra) stand for its device
+// resources, their free count is what first fit could still give, and the
+// pod's picks are the devices the upstream allocator would give it there.
+// What a placement leaves is computed with those picks held, so a MIG
+// slice that makes its GPU's whole-device offer zero counts as the
+// stranding it is.
+
+// draNode is what PreScore prepared for one candidate with DRA devices.
+type draNode struct {
+	entries []draEntry
+	// capacity before and after the placement (dra.View.Capacity), the
+	// node's free CPU and memory, and the fragmentation term, computed once
+	// the kinds' acceptance is known (finishDRA).
+	capBefore, capAfter float64
+	freeCPU, freeMem    int64
+	frag                int64
+}
+
+type draEntry struct {
+	resource v1.ResourceName
+	device   devices.Device
+	// kind indexes preScoreState.kinds (DevicePack's kind table).
+	kind int
+	// total devices, free before and after the placement, and how many of
+	// the pod's picks are of this entry.
+	total, before, after, take int64
+	size                       float64
+}
+
+// draView returns the cycle's DRA view (nil without ResourceSlices).
+func (pl *DevicePack) draView(ctx context.Context, cs fwk.CycleState) (*dra.View, error) {
+	if pl.handle == nil {
+		return nil, nil
+	}
+	return dra.ForCycle(ctx, cs, pl.dra, pl.handle.SharedDRAManager())
+}
+
+// draDemand adds the device requests of the pod's unallocated claims to
+// demand, by class Resource, for the observed workload: claim pods are
+// jobs of the workload as much as pods asking for nvidia.com/gpu.
+func draDemand(v *dra.View, pod *v1.Pod, demand devices.Demand) devices.Demand {
+	if v == nil || len(pod.Spec.ResourceClaims) == 0 {
+		return demand
+	}
+	reqs, err := v.PodRequests(pod, nil)
+	if err != nil {
+		return demand
+	}
+	out := append(devices.Demand(nil), demand...)
+	for _, r := range reqs {
+		merged := false
+		for i := range out {
+			if out[i].Name == r.Resource {
+				out[i].Count += r.Count
+				merged = true
+			}
+		}
+		if !merged {
+			out = append(out, devices.Request{Name: r.Resource, Count: r.Count})
+		}
+	}
+	return out
+}
+
+// prepareDRA fills s.dra for the candidates with DRA devices and adds their
+// kinds to s.kinds (which must be sized for pl.cache.Kinds()). all, when
+// not nil, is the whole cluster (scarcity on): free devices are counted
+// over all DRA nodes then, else over the candidates. It reports whether a
+// candidate has DRA devices.
+func (pl *DevicePack) prepareDRA(v *dra.View, reqs []dra.Request, s *preScoreState, nodes []fwk.NodeInfo, all bool, kindMap []int) bool {
+	var withDevices bool
+	var picks []dra.Pick
+	var after []dra.Entry
+	var picked []*devices.DRADevice
+	s.dra = map[string]*draNode{}
+	for _, ni := range nodes {
+		node := ni.Node()
+		if node == nil || v.Node(node.Name) == nil {
+			continue
+		}
+		before := v.Entries(node.Name)
+		if len(before) == 0 {
+			continue
+		}
+		alloc := ni.GetAllocatable().GetScalarResources()
+		served := func(r dra.Request) bool { return !r.Extended || alloc[r.Resource] <= 0 }
+		var ok bool
+		picks, ok = v.Picks(node.Name, reqs, served, picks)
+		after = after[:0]
+		dn := &draNode{entries: make([]draEntry, len(before)), capBefore: v.Capacity(node.Name)}
+		dn.capAfter = dn.capBefore
+		if ok && len(picks) > 0 {
+			picked = dra.Devices(picks, picked[:0])
+			after, dn.capAfter = v.EntriesAfter(node.Name, picked, after)
+		}
+		a, r := ni.GetAllocatable(), ni.GetRequested()
+		dn.freeCPU, dn.freeMem = a.GetMilliCPU()-r.GetMilliCPU(), a.GetMemory()-r.GetMemory()
+		for i, e := range before {
+			de := draEntry{resource: e.Resource, device: e.Device, kind: devices.NoKind, total: e.Total, before: e.Free, after: e.Free, size: e.Size}
+			if e.Kind >= 0 && e.Kind < len(kindMap) {
+				de.kind = kindMap[e.Kind]
+			}
+			if len(after) == len(before) {
+				de.after = after[i].Free
+				for _, p := range picks {
+					if reqs[p.Request].Class.Name == e.Class && p.Device.Facts == e.Device {
+						de.take++
+					}
+				}
+			}
+			dn.entries[i] = de
+			if e.Total == 0 {
+				continue
+			}
+			withDevices = true
+			if de.kind == devices.NoKind {
+				s.maxValue = max(s.maxValue, pl.value(e.Device))
+				continue
+			}
+			k := &s.kinds[de.kind]
+			if !k.candidate {
+				k.value, k.candidate = pl.value(e.Device), true
+				s.maxValue = max(s.maxValue, k.value)
+			}
+			if !all {
+				k.free += e.Free
+			}
+		}
+		s.dra[node.Name] = dn
+	}
+	if all {
+		for name := range v.Nodes() {
+			for _, e := range v.Entries(name) {
+				if k := mapKind(kindMap, e.Kind); k >= 0 && k < len(s.kinds) {
+					s.kinds[k].free += e.Free
+				}
+			}
+		}
+	}
+	return withDevices
+}
+
+// mapKinds interns the view's kinds into DevicePack's kind table, once per
+// cycle (a fleet has few kinds): Score then looks entries up by kind as it
+// does node-label devices.
+func (pl *DevicePack) mapKinds(v *dra.View) []int {
+	vk := v.Kinds()
+	out := make([]int, len(vk))
+	for i, k := range vk {
+		out[i] = pl.cache.Intern(k)
+	}
+	return out
+}
+
+func mapKind(kindMap []int, k int) int {
+	if k < 0 || k >= len(kindMap) {
+		return devices.NoKind
+	}
+	return kindMap[k]
+}
+
+// finishDRA computes each DRA candidate's fragmentation term, once the
+// kinds' acceptance is known (computeKinds): the growth of StrandedDRA
+// from before the placement to after it. Here, not in Score, because it
+// needs a slice per node.
+func (s *preScoreState) finishDRA() {
+	if s.workload == nil {
+		return
+	}
+	var before, after []devices.DRAFree
+	for _, dn := range s.dra {
+		before, after = before[:0], after[:0]
+		for i := range dn.entries {
+			e := &dn.entries[i]
+			var accept []bool
+			if e.kind >= 0 && e.kind < len(s.kinds) {
+				accept = s.kinds[e.kind].accept
+			}
+			if accept == nil && (e.before > 0 || e.after > 0) {
+				accept = s.workload.Acceptance(e.resource, e.device)
+			}
+			before = append(before, devices.DRAFree{Resource: e.resource, Free: e.before, Size: e.size, Accept: accept})
+			after = append(after, devices.DRAFree{Resource: e.resource, Free: e.after, Size: e.size, Accept: accept})
+		}
+		delta := s.workload.StrandedDRA(after, dn.capAfter, dn.freeCPU-s.milliCPU, dn.freeMem-s.memoryBytes) -
+			s.workload.StrandedDRA(before, dn.capBefore, dn.freeCPU, dn.freeMem)
+		dn.frag = -int64(math.Round(delta * 1000))
+	}
+}
+
+// scoreDRA adds the node's DRA entries to Score's terms.
+func (pl *DevicePack) scoreDRA(s *preScoreState, dn *draNode, t *terms) {
+	t.frag += dn.frag
+	for i := range dn.entries {
+		e := &dn.entries[i]
+		if e.total <= 0 {
+			continue
+		}
+		t.hasDevices = true
+		if e.take == 0 {
+			continue
+		}
+		var k *kindInfo
+		if e.kind >= 0 && e.kind < len(s.kinds) {
+			k = &s.kinds[e.kind]
+		}
+		t.fit += (e.total - e.after) * 1000 / e.total
+		v := pl.value(e.device)
+		if k != nil && k.candidate {
+			v = k.value
+		}
+		t.value += 1000 - min(v, s.maxValue)*1000/s.maxValue
+		if k != nil {
+			t.scarcity -= int64(math.Round(k.pressure * float64(e.take) * 1000))
+		}
+	}
+}
