@@ -67,8 +67,12 @@ func (pl *DeviceFit) candidates(logger klog.Logger, s *preFilterState, pod *v1.P
 }
 
 // offer is the largest allocatable of a requested resource on any node, and
-// on any node whose devices the selector accepts (checkOffers).
-type offer struct{ largest, largestMatching int64 }
+// on any node whose devices the selector accepts (checkOffers); fromSlices:
+// some node serves it from ResourceSlices.
+type offer struct {
+	largest, largestMatching int64
+	fromSlices               bool
+}
 
 // scan walks the nodes once: the offers of each request and, per node,
 // whether candidates admits it and, if not, why.
@@ -79,10 +83,27 @@ func (s *preFilterState) scan(pod *v1.Pod, nodes []fwk.NodeInfo) {
 	}
 	s.offers = make([]offer, len(s.demand))
 	s.admitted = make([]bool, len(nodes))
+	var dn []draNode
+	if s.dra != nil {
+		dn = make([]draNode, len(s.demand))
+	}
 	for j, ni := range nodes {
 		e := s.entries[j]
 		for i, r := range s.demand {
-			if s.verdicts[i] == nil {
+			if s.draServedOn(ni, i) {
+				n, ok := s.judgeDRA(ni.Node().Name, i)
+				dn[i] = n
+				if !ok {
+					continue
+				}
+				o := &s.offers[i]
+				o.fromSlices = true
+				o.largest = max(o.largest, n.total)
+				if n.verdict == devices.Match {
+					o.largestMatching = max(o.largestMatching, n.total)
+				} else {
+					s.setDRAVerdict(ni.Node().Name, i, n.verdict)
+				}
 				continue
 			}
 			var a int64
@@ -102,7 +123,7 @@ func (s *preFilterState) scan(pod *v1.Pod, nodes []fwk.NodeInfo) {
 				o.largestMatching = a
 			}
 		}
-		why := s.admits(ni, e, p)
+		why := s.admits(ni, e, p, dn)
 		if why == admitted_ {
 			s.admitted[j] = true
 			s.numAdmitted++
@@ -138,9 +159,20 @@ type preemptor struct {
 // the free devices do too unless the node runs a pod of lower priority that
 // preemption could evict. A node the cache did not see is admitted: Filter
 // judges it.
-func (s *preFilterState) admits(ni fwk.NodeInfo, e *devices.NodeDevices, p preemptor) exclusion {
+//
+// A DRA-served request is judged from dn, what scan found on the node: the
+// class's devices there (none: DynamicResources rejects the node), the
+// selector's verdict on those the pod would get, and the free ones.
+func (s *preFilterState) admits(ni fwk.NodeInfo, e *devices.NodeDevices, p preemptor, dn []draNode) exclusion {
 	if ni.Node() == nil {
 		return excludedRoom
+	}
+	if s.deviceFree && hasDRADevices(s.view, ni.Node()) {
+		if s.draDeviceNodes == nil {
+			s.draDeviceNodes = sets.New[string]()
+		}
+		s.draDeviceNodes.Insert(ni.Node().Name)
+		return excludedDeviceNode
 	}
 	if e == nil {
 		return admitted_
@@ -153,8 +185,16 @@ func (s *preFilterState) admits(ni fwk.NodeInfo, e *devices.NodeDevices, p preem
 	}
 	var requested map[v1.ResourceName]int64
 	for i, r := range s.demand {
-		if s.verdicts[i] == nil {
-			// Served by DRA: DynamicResources decides.
+		if s.draServedOn(ni, i) {
+			n := dn[i]
+			switch {
+			case n.total < r.Count:
+				return excludedRoom
+			case n.verdict != devices.Match:
+				return exclusion(n.verdict)
+			case n.free < r.Count && !p.mayPreemptOn(ni):
+				return excludedRoom
+			}
 			continue
 		}
 		d := e.Find(r.Name)

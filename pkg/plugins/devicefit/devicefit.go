@@ -24,6 +24,7 @@ import (
 	_ "github.com/devicefit/devicefit/pkg/apis/config/scheme" // args decode from KubeSchedulerConfiguration
 	"github.com/devicefit/devicefit/pkg/apis/config/validation"
 	"github.com/devicefit/devicefit/pkg/devices"
+	"github.com/devicefit/devicefit/pkg/dra"
 	"github.com/devicefit/devicefit/pkg/metrics"
 )
 
@@ -70,6 +71,8 @@ type DeviceFit struct {
 	// nodes reads the product of a bound pod's node in PostBind; nil when the
 	// framework has no informer factory (some tests, embedders).
 	nodes corelisters.NodeLister
+	// dra keeps the DRA inventory and class verdicts between cycles.
+	dra *dra.Tracker
 }
 
 // New builds DeviceFit from its args. It validates them again: tests and
@@ -90,6 +93,7 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 		handle:                   h,
 		resources:                set,
 		cache:                    devices.NewNodeCache(set),
+		dra:                      dra.NewTracker(),
 		policy:                   args.DeviceNodePolicy,
 		allowedCounts:            slices.Sorted(slices.Values(args.AllowedCounts)),
 		draExtendedResources:     enabled(features.DRAExtendedResource),

@@ -40,6 +40,14 @@ func (pl *DeviceFit) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWith
 		// A class that starts serving the resource lifts the largest-node check.
 		events = append(events, fwk.ClusterEventWithHint{
 			Event: fwk.ClusterEvent{Resource: fwk.DeviceClass, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: pl.isSchedulableAfterDeviceClassChange})
+		// For a DRA-served resource the candidate list and the selector
+		// verdicts read the slices and the devices claims hold: a slice that
+		// appears or changes, or a claim that lets go of devices, may help.
+		events = append(events,
+			fwk.ClusterEventWithHint{Event: fwk.ClusterEvent{Resource: fwk.ResourceSlice, ActionType: fwk.Add | fwk.Update},
+				QueueingHintFn: pl.isSchedulableAfterDRAChange},
+			fwk.ClusterEventWithHint{Event: fwk.ClusterEvent{Resource: fwk.ResourceClaim, ActionType: fwk.Update | fwk.Delete},
+				QueueingHintFn: pl.isSchedulableAfterClaimChange})
 	}
 	return events, nil
 }
@@ -81,6 +89,47 @@ func (pl *DeviceFit) isSchedulableAfterDeviceClassChange(logger klog.Logger, pod
 		}
 	}
 	return fwk.QueueSkip, nil
+}
+
+// isSchedulableAfterDRAChange queues a pod whose device demand a DeviceClass
+// serves: only such pods read the slices here.
+func (pl *DeviceFit) isSchedulableAfterDRAChange(logger klog.Logger, pod *v1.Pod, _, newObj interface{}) (fwk.QueueingHint, error) {
+	if pl.wantsDRA(pod) {
+		logger.V(5).Info("a ResourceSlice changed and the pod's devices may come from slices", "pod", klog.KObj(pod))
+		return fwk.Queue, nil
+	}
+	return fwk.QueueSkip, nil
+}
+
+// isSchedulableAfterClaimChange queues such a pod when a claim that held
+// devices lets go of them: deleted, or its allocation removed.
+func (pl *DeviceFit) isSchedulableAfterClaimChange(logger klog.Logger, pod *v1.Pod, oldObj, newObj interface{}) (fwk.QueueingHint, error) {
+	oldClaim, newClaim, err := util.As[*resourceapi.ResourceClaim](oldObj, newObj)
+	if err != nil {
+		return fwk.Queue, err
+	}
+	released := newClaim == nil && oldClaim != nil && oldClaim.Status.Allocation != nil ||
+		oldClaim != nil && newClaim != nil && oldClaim.Status.Allocation != nil && newClaim.Status.Allocation == nil
+	if released && pl.wantsDRA(pod) {
+		logger.V(5).Info("a ResourceClaim released its devices", "pod", klog.KObj(pod), "claim", klog.KObj(oldClaim))
+		return fwk.Queue, nil
+	}
+	return fwk.QueueSkip, nil
+}
+
+// wantsDRA reports whether some device resource the pod asks for is served
+// by a DeviceClass.
+func (pl *DeviceFit) wantsDRA(pod *v1.Pod) bool {
+	demand, err := devices.PodDemand(pod, pl.resources)
+	if err != nil {
+		return false
+	}
+	for _, r := range demand {
+		if pl.servedByDRA(r.Name) {
+			return true
+		}
+	}
+	return false
 }
 
 // isSchedulableAfterPodUpdate queues the pending pod when what DeviceFit

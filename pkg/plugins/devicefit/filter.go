@@ -65,7 +65,7 @@ func (pl *DeviceFit) Filter(ctx context.Context, cycleState fwk.CycleState, pod 
 	// seen (a Filter call outside the cycle's PreFilter) is read directly.
 	cached := s.cache.Lookup(node)
 	if s.deviceFree {
-		if cached != nil && cached.HasDevices() || cached == nil && pl.hasDevices(nodeInfo) {
+		if cached != nil && cached.HasDevices() || cached == nil && pl.hasDevices(nodeInfo) || s.draDeviceNodes.Has(node.Name) {
 			if !s.quiet {
 				pl.deviceNodeRejections.Inc()
 			}
@@ -95,6 +95,10 @@ func (pl *DeviceFit) Filter(ctx context.Context, cycleState fwk.CycleState, pod 
 // and whether the node advertises more of them than its capacity.
 func (s *preFilterState) judge(cached *devices.NodeDevices, nodeInfo fwk.NodeInfo, i int) (devices.Mismatch, bool) {
 	name := s.demand[i].Name
+	if s.draServedOn(nodeInfo, i) {
+		// Served from slices: PreFilter judged the devices the pod would get.
+		return s.draVerdict(nodeInfo.Node().Name, i), false
+	}
 	if cached != nil {
 		if d := cached.Find(name); d != nil {
 			return s.verdict(i, d), d.AboveCapacity()

@@ -26,7 +26,7 @@ func (pl *DeviceFit) PreFilter(ctx context.Context, cycleState fwk.CycleState, p
 	// aligned with nodes; cycles are serial, the lock only guards misuse.
 	pl.scratchMu.Lock()
 	defer pl.scratchMu.Unlock()
-	s, status, reason := pl.computeState(pod, nodes)
+	s, status, reason := pl.computeState(ctx, cycleState, pod, nodes)
 	if reason != "" {
 		pl.rejections[reason].Inc()
 	}
@@ -36,7 +36,7 @@ func (pl *DeviceFit) PreFilter(ctx context.Context, cycleState fwk.CycleState, p
 	cycleState.Write(preFilterStateKey, s)
 	res := pl.candidates(klog.FromContext(ctx), s, pod, nodes)
 	// Filter must not use the entries: the next cycle reuses the slice.
-	s.entries, s.admitted = nil, nil
+	s.entries, s.admitted, s.view, s.picks = nil, nil, nil, nil
 	return res, nil
 }
 
@@ -50,14 +50,21 @@ func (pl *DeviceFit) refresh(nodes []fwk.NodeInfo) ([]devices.DeviceKind, []*dev
 
 // computeState builds the pod's preFilterState, or the status that rejects
 // or skips it; a rejection comes with its metrics reason.
-func (pl *DeviceFit) computeState(pod *v1.Pod, nodes []fwk.NodeInfo) (*preFilterState, *fwk.Status, metrics.Reason) {
+func (pl *DeviceFit) computeState(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*preFilterState, *fwk.Status, metrics.Reason) {
 	demand, err := devices.PodDemand(pod, pl.resources)
 	if err != nil {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error()), metrics.ReasonInvalidRequest
 	}
 	if len(demand) == 0 {
-		if pl.policy == config.DeviceNodePolicyRequire {
+		// A pod with ResourceClaims takes devices through DRA: no device-free
+		// pod to keep off device nodes, and its claims speak in CEL.
+		if pl.policy == config.DeviceNodePolicyRequire && len(pod.Spec.ResourceClaims) == 0 {
 			s := &preFilterState{deviceFree: true, cache: pl.cache}
+			view, err := pl.draView(ctx, cs)
+			if err != nil {
+				return nil, fwk.AsStatus(err), ""
+			}
+			s.view = view
 			s.kinds, s.entries = pl.refresh(nodes)
 			s.scan(pod, nodes)
 			return s, nil, ""
@@ -75,16 +82,19 @@ func (pl *DeviceFit) computeState(pod *v1.Pod, nodes []fwk.NodeInfo) (*preFilter
 		verdicts: make([][]devices.Mismatch, len(demand)),
 	}
 	s.kinds, s.entries = pl.refresh(nodes)
+	s.dra, s.view, err = pl.draServed(ctx, cs, demand)
+	if err != nil {
+		return nil, fwk.AsStatus(err), ""
+	}
+	s.classServed = make([]bool, len(demand))
+	for i, r := range demand {
+		s.classServed[i] = pl.servedByDRA(r.Name)
+	}
 	for i, r := range demand {
 		s.labels[i] = devices.NewDeviceLabels(r.Name)
 		if len(pl.allowedCounts) > 0 && !slices.Contains(pl.allowedCounts, r.Count) {
 			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
 				fmt.Sprintf("requests %d %s; allowedCounts are %s", r.Count, r.Name, pl.allowedText)), metrics.ReasonCountNotAllowed
-		}
-		if pl.servedByDRA(r.Name) {
-			// Nodes show no allocatable for a DRA-served extended resource; the
-			// DynamicResources plugin decides from ResourceSlices.
-			continue
 		}
 		// A fleet has few kinds: match the selector once per kind, and
 		// Filter and the scan below look the verdict up.
@@ -99,9 +109,6 @@ func (pl *DeviceFit) computeState(pod *v1.Pod, nodes []fwk.NodeInfo) (*preFilter
 	// One walk over the nodes gathers what checkOffers and candidates need.
 	s.scan(pod, nodes)
 	for i := range demand {
-		if s.verdicts[i] == nil {
-			continue
-		}
 		if status, reason := s.checkOffers(i); status != nil {
 			return nil, status, reason
 		}
@@ -140,14 +147,20 @@ func (pl *DeviceFit) servedByDRA(name v1.ResourceName) bool {
 // those that do are all too small. A typo in a product name then reads as
 // such, not as "Insufficient nvidia.com/gpu" on the nodes that are full.
 //
-// When no node offers the resource at all, the pod is left to
-// NodeResourcesFit ("Insufficient"): a node may join, and a DRA-served
-// resource whose DeviceClass is not synced yet must not be judged here.
+// A DRA-served resource counts the devices its class selects on nodes that
+// do not advertise it (dra.go). When no node offers the resource at all,
+// the pod is left to NodeResourcesFit ("Insufficient") or DynamicResources:
+// a node may join, and a DeviceClass or ResourceSlice may not be synced
+// yet.
 func (s *preFilterState) checkOffers(i int) (*fwk.Status, metrics.Reason) {
 	r := s.demand[i]
 	largest, largestMatching := s.offers[i].largest, s.offers[i].largestMatching
 	switch {
 	case largest == 0:
+		return nil, ""
+	case s.classServed[i] && !s.offers[i].fromSlices:
+		// A DeviceClass serves the resource but no slice offers it yet: the
+		// nodes' allocatable is not the limit, and DynamicResources says why.
 		return nil, ""
 	case r.Count > largest:
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable,

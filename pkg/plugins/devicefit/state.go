@@ -8,6 +8,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/devicefit/devicefit/pkg/devices"
+	"github.com/devicefit/devicefit/pkg/dra"
 )
 
 const preFilterStateKey fwk.StateKey = "PreFilter" + Name
@@ -20,8 +21,8 @@ type preFilterState struct {
 	labels   []devices.DeviceLabels
 	selector devices.Selector
 	// verdicts[i][k] is the selector's verdict on kind k (the kind table of
-	// DeviceFit's node cache in this cycle) for demand[i]; nil for a
-	// resource served by DRA, which DeviceFit leaves to DynamicResources.
+	// DeviceFit's node cache in this cycle) for demand[i], on nodes whose
+	// labels describe the devices (device plugins).
 	verdicts [][]devices.Mismatch
 	// deviceFree marks a pod without devices under deviceNodePolicy Require.
 	deviceFree bool
@@ -45,6 +46,23 @@ type preFilterState struct {
 	// quiet: Filter runs only to give reasons (PostFilter, on a copy of the
 	// state) and counts no rejections, which candidates counted already.
 	quiet bool
+
+	// dra[i] is the class serving demand[i] from ResourceSlices (nil when
+	// none, or dra nil when no request is DRA-served); view is the cycle's
+	// DRA view and picks a scratch slice, for PreFilter only (nil
+	// afterwards).
+	dra  []*draRequest
+	view *dra.View
+	// classServed[i]: a DeviceClass serves demand[i] (DRAExtendedResource).
+	classServed []bool
+	picks       []dra.Pick
+	// draVerdicts holds, per node, the selector's mismatch on the devices a
+	// DRA-served request would get there (only nodes with one); Filter
+	// reads it.
+	draVerdicts map[string][]devices.Mismatch
+	// draDeviceNodes: the nodes with DRA devices, for a device-free pod
+	// under deviceNodePolicy Require.
+	draDeviceNodes sets.Set[string]
 }
 
 // matchesNode reports whether node's devices of demand[i] pass the
