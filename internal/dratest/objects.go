@@ -88,7 +88,8 @@ func Partitionable(node string, gpus, slices int, product, profile, memory, slic
 		counters.Spec.SharedCounters = append(counters.Spec.SharedCounters, set)
 		devs.Spec.Devices = append(devs.Spec.Devices, whole)
 		for s := range slices {
-			mig := GPU(fmt.Sprintf("gpu-%d-mig-%s-%d", g, profile, s), product, "Ampere", "8.0.0", sliceMemory)
+			// Device names are DNS labels: no dots, so no profile in them.
+			mig := GPU(fmt.Sprintf("gpu-%d-mig-%d", g, s), product, "Ampere", "8.0.0", sliceMemory)
 			mig.Attributes["type"] = resourceapi.DeviceAttribute{StringValue: ptr.To("mig")}
 			mig.Attributes["profile"] = resourceapi.DeviceAttribute{StringValue: ptr.To(profile)}
 			mig.ConsumesCounters = []resourceapi.DeviceCounterConsumption{{CounterSet: set.Name,

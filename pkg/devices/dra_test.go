@@ -366,3 +366,14 @@ func TestStrandedDRA(t *testing.T) {
 		t.Errorf("nothing free: got %v", got)
 	}
 }
+
+func TestDRAOverconsumed(t *testing.T) {
+	inv := NewDRAInventory(partitionable("n", 1, 2))
+	if over := NewDRAUsage(inv, held(inv, "gpu-0-mig-0", "gpu-0-mig-1")).Overconsumed(); len(over) != 0 {
+		t.Errorf("two slices of one GPU: got %v", over)
+	}
+	over := NewDRAUsage(inv, held(inv, "gpu-0", "gpu-0-mig-1")).Overconsumed()
+	if len(over) != 1 || over[0] != "n/gpu-0/memory-slice-1" {
+		t.Errorf("a GPU and one of its slices: want memory-slice-1 over, got %v", over)
+	}
+}

@@ -237,6 +237,19 @@ func NewDRAUsage(inv *DRAInventory, allocated []*DRADevice) *DRAUsage {
 	return u
 }
 
+// Overconsumed names the shared counters ("pool/set/counter") that the
+// held devices consume beyond their value: two devices allocated that
+// exclude each other (a GPU and a MIG slice of it). An invariant check.
+func (u *DRAUsage) Overconsumed() []string {
+	var out []string
+	for c, left := range u.left {
+		if left < 0 {
+			out = append(out, u.inv.counterNames[c])
+		}
+	}
+	return out
+}
+
 // Inventory returns the inventory u describes.
 func (u *DRAUsage) Inventory() *DRAInventory { return u.inv }
 

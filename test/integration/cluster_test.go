@@ -84,6 +84,7 @@ func TestDeviceFit(t *testing.T) {
 	t.Run("Packing", func(t *testing.T) { testPacking(t, api.suite(t, "packing")) })
 	t.Run("RequeueAfterDelete", func(t *testing.T) { testRequeueAfterDelete(t, api.suite(t, "requeue")) })
 	t.Run("PendingReasons", func(t *testing.T) { testPendingReasons(t, api.suite(t, "reasons")) })
+	t.Run("DRADevices", func(t *testing.T) { testDRADevices(t, api.suite(t, "dradevices")) })
 }
 
 // startAPIServer starts a kube-apiserver for t (torn down, with all nodes and

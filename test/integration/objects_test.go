@@ -195,6 +195,9 @@ type podSpec struct {
 	hostPort int32
 	// nodeName binds the pod at creation: no scheduler sees it.
 	nodeName string
+	// claims are ResourceClaims (in the pod's namespace) the pod uses, each
+	// as a pod claim of the same name, all for the main container.
+	claims []string
 }
 
 // makePod builds the pod object for spec in namespace ns.
@@ -222,6 +225,10 @@ func makePod(ns string, spec podSpec) *v1.Pod {
 	}
 	if spec.hostPort != 0 {
 		pod.Spec.Containers[0].Ports = []v1.ContainerPort{{ContainerPort: spec.hostPort, HostPort: spec.hostPort, Protocol: v1.ProtocolTCP}}
+	}
+	for _, c := range spec.claims {
+		pod.Spec.ResourceClaims = append(pod.Spec.ResourceClaims, v1.PodResourceClaim{Name: c, ResourceClaimName: ptr.To(c)})
+		pod.Spec.Containers[0].Resources.Claims = append(pod.Spec.Containers[0].Resources.Claims, v1.ResourceClaim{Name: c})
 	}
 	if spec.onlyNode != "" {
 		pod.Spec.Affinity = &v1.Affinity{NodeAffinity: &v1.NodeAffinity{

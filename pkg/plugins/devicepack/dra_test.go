@@ -96,7 +96,7 @@ func TestScoreDRA(t *testing.T) {
 		m := &dratest.Manager{
 			Slices:  slices,
 			Classes: []*resourceapi.DeviceClass{gpuClassObj, dratest.Class(migClass, dratest.MIGs, "")},
-			Claims: []*resourceapi.ResourceClaim{dratest.Allocated("ns", "running", "cut/gpu-0-mig-1g.10gb-0"),
+			Claims: []*resourceapi.ResourceClaim{dratest.Allocated("ns", "running", "cut/gpu-0-mig-0"),
 				dratest.Claim("ns", "slice", migClass, 1)},
 		}
 		args := staticArgs(t, gpuClass(1, 1), config.WorkloadClass{Resource: string(dra.ImplicitResource(migClass)), Devices: 1, Weight: 1})
