@@ -49,6 +49,8 @@ func testDRAExtendedResource(t *testing.T, c *cluster) {
 		t.Fatalf("scheduler cache: %v", err)
 	}
 	ns := c.NS.Name
+	// The scheduler's claims outlive their pods here (no garbage collector).
+	t.Cleanup(func() { c.deleteClaims(t, ns) })
 
 	// Control: without a DeviceClass, example.com/gpu is a plain device plugin
 	// resource and DeviceFit's check applies: the largest node offers 1.
