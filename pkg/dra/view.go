@@ -48,6 +48,8 @@ type Entry struct {
 	// could get now by first fit, all at once (partitions that exclude each
 	// other count once).
 	Total, Free int64
+	// Held is the devices of the entry that claims hold.
+	Held int64
 	// Size is a device's share of its hardware (devices.DRADevice.Size).
 	Size float64
 }
@@ -173,6 +175,9 @@ func (v *View) computeInto(n *devices.DRANode, out []Entry) []Entry {
 				e.Size = d.Size
 			}
 			e.Total++
+			if v.usage.Allocated(d) {
+				e.Held++
+			}
 		}
 		if len(out) == start {
 			continue

@@ -37,6 +37,9 @@ type Source struct {
 	// `kubectl devicefit inventory` shows too); nil, or returning nil,
 	// counts none stranded.
 	Workload func(pods []*v1.Pod) *devices.Workload
+	// DRA returns the nodes' DRA devices (pkg/dra, InventorySource); nil
+	// when the scheduler does not read ResourceSlices.
+	DRA func() (map[string][]DRAEntry, error)
 }
 
 // inventoryCollector computes devicefit_devices and
@@ -105,7 +108,13 @@ func (src *Source) summarize() (Summary, error) {
 	if src.Workload != nil {
 		w = src.Workload(pods)
 	}
-	return Summarize(nodes, pods, src.Resources, w), nil
+	var dra map[string][]DRAEntry
+	if src.DRA != nil {
+		if dra, err = src.DRA(); err != nil {
+			return Summary{}, err
+		}
+	}
+	return SummarizeWithDRA(nodes, pods, src.Resources, w, dra), nil
 }
 
 // emit sends the gauges of s, in key order.

@@ -76,6 +76,17 @@ func (s Summary) FragmentationRatio() map[v1.ResourceName]float64 {
 	return out
 }
 
+// DRAEntry is one device resource of a node served from ResourceSlices
+// (pkg/dra's Entry): the devices one DeviceClass selects there with the
+// same facts. Resource is the class's extended resource name, or its
+// implicit deviceclass.resource.kubernetes.io/<class>.
+type DRAEntry struct {
+	Resource v1.ResourceName
+	Device   devices.Device
+	// Total devices, those claims hold, and those first fit could still give.
+	Total, Held, Free int64
+}
+
 // nodeUse is what the bound pods of one node request.
 type nodeUse struct {
 	milliCPU, memoryBytes int64
@@ -88,6 +99,14 @@ type nodeUse struct {
 // scheduler computes them (init containers, sidecars, overhead). Cost:
 // O(nodes + pods) plus one workload evaluation per node and device resource.
 func Summarize(nodes []*v1.Node, pods []*v1.Pod, set devices.ResourceSet, w *devices.Workload) Summary {
+	return SummarizeWithDRA(nodes, pods, set, w, nil)
+}
+
+// SummarizeWithDRA is Summarize with the nodes' DRA devices (by node
+// name) counted too: allocatable is what the slices publish, allocated what
+// claims hold, free what first fit could still give. Entries of nodes not
+// in nodes are left out.
+func SummarizeWithDRA(nodes []*v1.Node, pods []*v1.Pod, set devices.ResourceSet, w *devices.Workload, dra map[string][]DRAEntry) Summary {
 	index := make(map[string]int, len(nodes))
 	for i, n := range nodes {
 		index[n.Name] = i
@@ -119,6 +138,24 @@ func Summarize(nodes []*v1.Node, pods []*v1.Pod, set devices.ResourceSet, w *dev
 		freeCPU := alloc.Cpu().MilliValue() - u.milliCPU
 		freeMem := alloc.Memory().Value() - u.memoryBytes
 		seen := func(name v1.ResourceName) bool { _, ok := alloc[name]; return ok }
+		add := func(name v1.ResourceName, d devices.Device, allocatable, held, free int64) {
+			product := d.Product
+			if product == "" {
+				product = ProductUnknown
+			}
+			key := DeviceKey{Resource: name, Product: product}
+			c := s.Devices[key]
+			if c == nil {
+				c = &DeviceCounts{}
+				s.Devices[key] = c
+			}
+			c.Allocatable += allocatable
+			c.Allocated += held
+			c.Free += free
+			if w != nil {
+				c.Stranded += w.StrandedOf(devices.NodeFree{Resource: name, Devices: free, MilliCPU: freeCPU, MemoryBytes: freeMem, Device: d})
+			}
+		}
 		each := func(name v1.ResourceName, allocatable, requested int64) {
 			if allocatable == 0 && requested == 0 {
 				// A stale MIG profile left behind by a strategy switch.
@@ -130,38 +167,34 @@ func Summarize(nodes []*v1.Node, pods []*v1.Pod, set devices.ResourceSet, w *dev
 				l = &keys
 				labels[name] = l
 			}
-			d := l.Describe(n.Labels)
-			product := d.Product
-			if product == "" {
-				product = ProductUnknown
-			}
-			key := DeviceKey{Resource: name, Product: product}
-			c := s.Devices[key]
-			if c == nil {
-				c = &DeviceCounts{}
-				s.Devices[key] = c
-			}
-			free := max(allocatable-requested, 0)
-			c.Allocatable += allocatable
-			c.Allocated += requested
-			c.Free += free
-			if w != nil {
-				c.Stranded += w.StrandedOf(devices.NodeFree{Resource: name, Devices: free, MilliCPU: freeCPU, MemoryBytes: freeMem, Device: d})
-			}
+			add(name, l.Describe(n.Labels), allocatable, requested, max(allocatable-requested, 0))
 		}
 		for name, q := range alloc {
 			if set.Contains(name) {
 				each(name, q.Value(), u.requested(name))
 			}
 		}
-		// Requests for a resource the node no longer advertises at all.
+		// Requests for a resource the node no longer advertises at all; a
+		// DRA-served one is counted from its claims below.
 		for _, r := range u.devices {
-			if !seen(r.Name) {
+			if !seen(r.Name) && !servedBy(dra[n.Name], r.Name) {
 				each(r.Name, 0, r.Count)
 			}
 		}
+		for _, e := range dra[n.Name] {
+			add(e.Resource, e.Device, e.Total, e.Held, e.Free)
+		}
 	}
 	return s
+}
+
+func servedBy(entries []DRAEntry, name v1.ResourceName) bool {
+	for _, e := range entries {
+		if e.Resource == name {
+			return true
+		}
+	}
+	return false
 }
 
 // simplePod reports whether PodRequests would simply sum the app

@@ -188,3 +188,29 @@ func TestFragmentationRatio(t *testing.T) {
 		t.Errorf("FragmentationRatio (-want,+got):\n%s", diff)
 	}
 }
+
+// TestSummarizeWithDRA: a node whose GPUs are published in ResourceSlices
+// counts them from its DRA entries; the pod asking nvidia.com/gpu there is
+// counted through the claim that holds its devices, not a second time from
+// its requests.
+func TestSummarizeWithDRA(t *testing.T) {
+	cpuOnly := st.MakeNode().Name("dra").Capacity(map[v1.ResourceName]string{v1.ResourceCPU: "64", v1.ResourceMemory: "512Gi"}).Obj()
+	entries := map[string][]DRAEntry{
+		"dra":  {{Resource: gpu, Device: devices.Device{Product: h100}, Total: 8, Held: 2, Free: 6}},
+		"gone": {{Resource: gpu, Device: devices.Device{Product: h100}, Total: 8, Free: 8}},
+	}
+	pods := []*v1.Pod{boundPod("on-dra", "dra", "1", "2"), boundPod("on-dp", "dp", "1", "1")}
+	s := SummarizeWithDRA([]*v1.Node{cpuOnly, gpuNode("dp", h100, "4")}, pods, defaultSet(t), jobs(t, 8), entries)
+	want := map[DeviceKey]DeviceCounts{
+		// 8 on the DRA node (gone is no node) + 4 of the device plugin's; an
+		// 8-GPU job can use neither node's free devices.
+		{gpu, h100}: {Allocatable: 12, Allocated: 3, Free: 9, Stranded: 9},
+	}
+	got := map[DeviceKey]DeviceCounts{}
+	for k, c := range s.Devices {
+		got[k] = *c
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want,+got):\n%s", diff)
+	}
+}

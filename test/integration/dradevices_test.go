@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/component-base/metrics/legacyregistry"
 	testutil "k8s.io/kubernetes/test/integration/util"
 
 	"github.com/devicefit/devicefit/internal/dratest"
@@ -166,6 +167,8 @@ func testDRAPackClaims(t *testing.T, c *cluster) {
 		dratest.NodeSlice("claims-b", a100(0, 8)...),
 	}, nil)
 	c.waitForSlicesOn(t, "claims-a", "claims-b")
+	const a100Product = "NVIDIA-A100-SXM4-80GB"
+	placedBefore := metricValue(t, "devicefit_placed_devices_total", string(gpu), a100Product, "")
 	// The first is pinned to claims-a; the other two are the scheduler's
 	// choice.
 	nodes := map[string]int{}
@@ -186,6 +189,49 @@ func testDRAPackClaims(t *testing.T, c *cluster) {
 		t.Errorf("2-device claim pods per node %v (want all on one), 8-device claim pod %v (want bound)", nodes, o)
 	}
 	c.checkDRAAllocations(t)
+
+	// The metrics count the claims' devices under the class's extended
+	// resource name and the devices' product.
+	if got := metricValue(t, "devicefit_placed_devices_total", string(gpu), a100Product, "") - placedBefore; got != 14 {
+		t.Errorf("devicefit_placed_devices_total{nvidia.com/gpu, %s}: grew by %v, want 14", a100Product, got)
+	}
+	for state, want := range map[string]float64{"allocatable": 16, "allocated": 14, "free": 2} {
+		if got := metricValue(t, "devicefit_devices", string(gpu), a100Product, state); got != want {
+			t.Errorf("devicefit_devices{nvidia.com/gpu, %s, %s} = %v, want %v", a100Product, state, got, want)
+		}
+	}
+}
+
+// metricValue reads a devicefit metric of the in-process scheduler from the
+// registry its /metrics serves, by resource, product and (gauges) state.
+func metricValue(t *testing.T, name, resourceName, product, state string) float64 {
+	t.Helper()
+	families, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			l := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				l[lp.GetName()] = lp.GetValue()
+			}
+			if l["resource"] != resourceName || l["product"] != product || state != "" && l["state"] != state {
+				continue
+			}
+			switch {
+			case m.GetCounter() != nil:
+				sum += m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				sum += m.GetGauge().GetValue()
+			}
+		}
+	}
+	return sum
 }
 
 func testDRAPartitions(t *testing.T, c *cluster) {

@@ -111,6 +111,7 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 		core := h.SharedInformerFactory().Core().V1()
 		metrics.SetInventorySource(metrics.Source{
 			Nodes: core.Nodes().Lister(), Pods: core.Pods().Lister(), Resources: set, Workload: func(pods []*v1.Pod) *devices.Workload { return strandingWorkload(args, pods) },
+			DRA: dra.InventorySource(pl.dra, h.SharedDRAManager),
 		})
 	}
 	return pl, nil
