@@ -377,3 +377,35 @@ func TestDRAOverconsumed(t *testing.T) {
 		t.Errorf("a GPU and one of its slices: want memory-slice-1 over, got %v", over)
 	}
 }
+
+func TestDRAAllocationProblems(t *testing.T) {
+	sl := partitionable("n", 1, 2)
+	claim := func(name string, devs ...string) *resourceapi.ResourceClaim {
+		c := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
+		c.Status.Allocation = &resourceapi.AllocationResult{}
+		for _, d := range devs {
+			c.Status.Allocation.Devices.Results = append(c.Status.Allocation.Devices.Results,
+				resourceapi.DeviceRequestAllocationResult{Driver: NVIDIADRADriver, Pool: "n", Device: d})
+		}
+		return c
+	}
+	for _, tc := range []struct {
+		name   string
+		claims []*resourceapi.ResourceClaim
+		want   []string
+		held   int
+	}{
+		{"two slices of one GPU", []*resourceapi.ResourceClaim{claim("a", "gpu-0-mig-0"), claim("b", "gpu-0-mig-1"), {}}, nil, 2},
+		{"one device twice", []*resourceapi.ResourceClaim{claim("a", "gpu-0-mig-0"), claim("b", "gpu-0-mig-0")},
+			[]string{"device gpu.nvidia.com/n/gpu-0-mig-0 is allocated to both ns/a and ns/b"}, 1},
+		{"a GPU and its slice", []*resourceapi.ResourceClaim{claim("a", "gpu-0"), claim("b", "gpu-0-mig-1")},
+			[]string{"shared counter n/gpu-0/memory-slice-1 is consumed beyond its value"}, 2},
+		{"a device no slice publishes", []*resourceapi.ResourceClaim{claim("a", "gpu-9")},
+			[]string{"claim ns/a holds gpu.nvidia.com/n/gpu-9, which no slice publishes"}, 0},
+	} {
+		got, held := DRAAllocationProblems(sl, tc.claims)
+		if strings.Join(got, "|") != strings.Join(tc.want, "|") || held != tc.held {
+			t.Errorf("%s: got %q (%d held), want %q (%d)", tc.name, got, held, tc.want, tc.held)
+		}
+	}
+}

@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/devicefit/devicefit/internal/dratest"
 	"github.com/devicefit/devicefit/pkg/devices"
 )
 
@@ -91,7 +90,7 @@ func TestView(t *testing.T) {
 		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{
 			{Name: "mig", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "mig.nvidia.com", Count: 1}},
 		}}}}
-	m := &dratest.Manager{
+	m := &Objects{
 		Slices: []*resourceapi.ResourceSlice{mixed, part, counters},
 		Classes: []*resourceapi.DeviceClass{
 			class("gpu.nvidia.com", `device.driver == "gpu.nvidia.com" && device.attributes["gpu.nvidia.com"].type == "gpu"`, "nvidia.com/gpu"),
@@ -170,7 +169,7 @@ func TestView(t *testing.T) {
 	}
 
 	// No slices, no view.
-	if v, err := tr.View(ctx, &dratest.Manager{}); v != nil || err != nil {
+	if v, err := tr.View(ctx, &Objects{}); v != nil || err != nil {
 		t.Errorf("no slices: want nil view, got %v, %v", v, err)
 	}
 }

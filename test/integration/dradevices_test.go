@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"sort"
 	"strings"
 	"testing"
 
@@ -392,15 +391,11 @@ func (c *cluster) draState(t *testing.T) (*devices.DRAInventory, []resourceapi.R
 	if err != nil {
 		t.Fatal(err)
 	}
-	ptrs := make([]*resourceapi.ResourceSlice, len(sl.Items))
-	for i := range sl.Items {
-		ptrs[i] = &sl.Items[i]
-	}
 	claims, err := c.ClientSet.ResourceV1().ResourceClaims("").List(c.Ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return devices.NewDRAInventory(ptrs), claims.Items
+	return devices.NewDRAInventory(ptrs(sl.Items)), claims.Items
 }
 
 func findDevice(inv *devices.DRAInventory, driver, pool, name string) *devices.DRADevice {
@@ -454,37 +449,33 @@ func (c *cluster) podDevices(t *testing.T, pod *v1.Pod) []*devices.DRADevice {
 	return out
 }
 
-// checkDRAAllocations is the invariant for DRA devices: no device in two
-// claims' allocations, every allocated device published, and no shared
-// counter consumed beyond its value (a GPU and a MIG slice of it together).
+// checkDRAAllocations is the invariant for DRA devices
+// (devices.DRAAllocationProblems): no device in two claims' allocations,
+// every allocated device published, and no shared counter consumed beyond
+// its value (a GPU and a MIG slice of it together).
 func (c *cluster) checkDRAAllocations(t *testing.T) {
 	t.Helper()
-	inv, claims := c.draState(t)
-	holder := map[*devices.DRADevice]string{}
-	var held []*devices.DRADevice
-	for _, claim := range claims {
-		if claim.Status.Allocation == nil {
-			continue
-		}
-		for _, r := range claim.Status.Allocation.Devices.Results {
-			d := findDevice(inv, r.Driver, r.Pool, r.Device)
-			if d == nil {
-				t.Errorf("claim %s/%s holds %s/%s/%s, which no slice publishes", claim.Namespace, claim.Name, r.Driver, r.Pool, r.Device)
-				continue
-			}
-			if prev, dup := holder[d]; dup && !d.Shared() {
-				t.Errorf("device %s/%s allocated to both %s and %s/%s", d.Pool, d.Name, prev, claim.Namespace, claim.Name)
-			}
-			holder[d] = claim.Namespace + "/" + claim.Name
-			held = append(held, d)
-		}
+	sl, err := c.ClientSet.ResourceV1().ResourceSlices().List(c.Ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	u := devices.NewDRAUsage(inv, held)
-	if over := u.Overconsumed(); len(over) > 0 {
-		sort.Strings(over)
-		t.Errorf("shared counters consumed beyond their value: %s", strings.Join(over, ", "))
+	claims, err := c.ClientSet.ResourceV1().ResourceClaims("").List(c.Ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Logf("DRA invariant: %d devices allocated, none twice, no counter over its value", len(holder))
+	problems, held := devices.DRAAllocationProblems(ptrs(sl.Items), ptrs(claims.Items))
+	for _, p := range problems {
+		t.Error(p)
+	}
+	t.Logf("DRA invariant: %d devices allocated, none twice, no counter over its value", held)
+}
+
+func ptrs[T any](items []T) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
 }
 
 // deletePod deletes a pending pod and waits until it is gone.

@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/devicefit/devicefit/internal/dratest"
+	"github.com/devicefit/devicefit/pkg/dra"
 )
 
 // draHandle exposes a real ExtendedResourceCache (the scheduler's own
@@ -34,7 +35,7 @@ func (h draHandle) SharedDRAManager() fwk.SharedDRAManager { return h.manager }
 func (h draHandle) SharedInformerFactory() informers.SharedInformerFactory { return nil }
 
 type draManager struct {
-	*dratest.Manager
+	*dra.Objects
 	resolver fwk.DeviceClassResolver
 }
 
@@ -66,7 +67,7 @@ func TestPreFilterDRAExtendedResource(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "gpu.example.com"},
 		Spec:       resourceapi.DeviceClassSpec{ExtendedResourceName: ptr.To(string(name))},
 	}, true)
-	pl = newPlugin(t, args, draHandle{manager: draManager{Manager: &dratest.Manager{}, resolver: cache}})
+	pl = newPlugin(t, args, draHandle{manager: draManager{Objects: &dra.Objects{}, resolver: cache}})
 	_, status = pl.PreFilter(ctx, framework.NewCycleState(), pod, nodes)
 	if !status.IsSuccess() {
 		t.Fatalf("with a DeviceClass serving %s: got %v, want success", name, status)
@@ -126,9 +127,9 @@ func TestDRASelectors(t *testing.T) {
 			if len(tc.held) > 0 {
 				claims = append(claims, dratest.Allocated("ns", "running", tc.held...))
 			}
-			m := &dratest.Manager{Slices: slices, Claims: claims,
+			m := &dra.Objects{Slices: slices, Claims: claims,
 				Classes: []*resourceapi.DeviceClass{dratest.Class("gpu.nvidia.com", dratest.WholeGPUs, string(gpu))}}
-			pl := newPlugin(t, defaultArgs(), draHandle{manager: draManager{Manager: m, resolver: m.DeviceClassResolver()}})
+			pl := newPlugin(t, defaultArgs(), draHandle{manager: draManager{Objects: m, resolver: m.DeviceClassResolver()}})
 			pod := gpuPod("2", tc.annotations)
 			state := framework.NewCycleState()
 			res, status := pl.PreFilter(ctx, state, pod, nodes)
@@ -164,8 +165,8 @@ func TestDRASelectors(t *testing.T) {
 // other pods, and claims that still hold theirs, do not wake it.
 func TestDRAQueueingHints(t *testing.T) {
 	logger, ctx := ktesting.NewTestContext(t)
-	m := &dratest.Manager{Classes: []*resourceapi.DeviceClass{dratest.Class("gpu.nvidia.com", dratest.WholeGPUs, string(gpu))}}
-	pl := newPlugin(t, defaultArgs(), draHandle{manager: draManager{Manager: m, resolver: m.DeviceClassResolver()}})
+	m := &dra.Objects{Classes: []*resourceapi.DeviceClass{dratest.Class("gpu.nvidia.com", dratest.WholeGPUs, string(gpu))}}
+	pl := newPlugin(t, defaultArgs(), draHandle{manager: draManager{Objects: m, resolver: m.DeviceClassResolver()}})
 	events, err := pl.EventsToRegister(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -20,7 +20,7 @@ import (
 // does from its informers.
 type draHandle struct {
 	snapshotHandle
-	m *dratest.Manager
+	m *dra.Objects
 }
 
 func (h draHandle) SharedDRAManager() fwk.SharedDRAManager { return h.m }
@@ -29,7 +29,7 @@ const migClass = "mig.nvidia.com"
 
 // draScores scores pod on nodes (CPU-only node objects whose devices are
 // the manager's slices).
-func draScores(t *testing.T, args *config.DevicePackArgs, m *dratest.Manager, pod *v1.Pod, names ...string) map[string]int64 {
+func draScores(t *testing.T, args *config.DevicePackArgs, m *dra.Objects, pod *v1.Pod, names ...string) map[string]int64 {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	var nodes []*v1.Node
@@ -64,7 +64,7 @@ func TestScoreDRA(t *testing.T) {
 	half := []string{"half/gpu-0", "half/gpu-1", "half/gpu-2", "half/gpu-3"}
 
 	t.Run("extended resource: 4 GPUs go where 4 are taken, so an 8-GPU job still fits", func(t *testing.T) {
-		m := &dratest.Manager{
+		m := &dra.Objects{
 			Slices:  []*resourceapi.ResourceSlice{eight("half"), eight("fresh")},
 			Classes: []*resourceapi.DeviceClass{gpuClassObj},
 			Claims:  []*resourceapi.ResourceClaim{dratest.Allocated("ns", "running", half...)},
@@ -77,7 +77,7 @@ func TestScoreDRA(t *testing.T) {
 	})
 
 	t.Run("claims: a 2-device claim packs onto the node in use", func(t *testing.T) {
-		m := &dratest.Manager{
+		m := &dra.Objects{
 			Slices:  []*resourceapi.ResourceSlice{eight("half"), eight("fresh")},
 			Classes: []*resourceapi.DeviceClass{gpuClassObj},
 			Claims: []*resourceapi.ResourceClaim{dratest.Allocated("ns", "running", half...),
@@ -93,7 +93,7 @@ func TestScoreDRA(t *testing.T) {
 	t.Run("partitions: a MIG slice goes to the GPU already cut", func(t *testing.T) {
 		slices := append(dratest.Partitionable("cut", 1, 4, "NVIDIA A100-SXM4-40GB", "1g.10gb", "40Gi", "10Gi"),
 			dratest.Partitionable("whole", 1, 4, "NVIDIA A100-SXM4-40GB", "1g.10gb", "40Gi", "10Gi")...)
-		m := &dratest.Manager{
+		m := &dra.Objects{
 			Slices:  slices,
 			Classes: []*resourceapi.DeviceClass{gpuClassObj, dratest.Class(migClass, dratest.MIGs, "")},
 			Claims: []*resourceapi.ResourceClaim{dratest.Allocated("ns", "running", "cut/gpu-0-mig-0"),

@@ -1,8 +1,4 @@
-// Package dratest holds an in-memory fwk.SharedDRAManager: the DRA objects
-// the scheduler's informers would hold, for plugin unit tests that need DRA
-// devices without an API server. Tests that talk to the API server use the
-// real one (test/integration).
-package dratest
+package dra
 
 import (
 	"fmt"
@@ -17,10 +13,12 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// Manager serves fixed slices, classes and claims. Pending allocations
-// (SignalClaimPendingAllocation) count as allocated until removed, as in
-// the scheduler's tracker.
-type Manager struct {
+// Objects is a fwk.SharedDRAManager over fixed DRA objects: what the
+// scheduler's informers would hold, for callers that have the objects
+// rather than informers (the replay, the local run's report, kubectl
+// devicefit, unit tests). Pending allocations (SignalClaimPendingAllocation)
+// count as allocated until removed, as in the scheduler's tracker.
+type Objects struct {
 	Slices  []*resourceapi.ResourceSlice
 	Classes []*resourceapi.DeviceClass
 	Claims  []*resourceapi.ResourceClaim
@@ -29,24 +27,24 @@ type Manager struct {
 	pending map[types.UID]*resourceapi.ResourceClaim
 }
 
-var _ fwk.SharedDRAManager = &Manager{}
+var _ fwk.SharedDRAManager = &Objects{}
 
-func (m *Manager) ResourceClaims() fwk.ResourceClaimTracker     { return claims{m} }
-func (m *Manager) ResourceSlices() fwk.ResourceSliceLister      { return slices{m} }
-func (m *Manager) DeviceClasses() fwk.DeviceClassLister         { return classes{m} }
-func (m *Manager) DeviceClassResolver() fwk.DeviceClassResolver { return classes{m} }
+func (m *Objects) ResourceClaims() fwk.ResourceClaimTracker     { return claimTracker{m} }
+func (m *Objects) ResourceSlices() fwk.ResourceSliceLister      { return sliceLister{m} }
+func (m *Objects) DeviceClasses() fwk.DeviceClassLister         { return classLister{m} }
+func (m *Objects) DeviceClassResolver() fwk.DeviceClassResolver { return classLister{m} }
 
-type slices struct{ m *Manager }
+type sliceLister struct{ m *Objects }
 
-func (s slices) ListWithDeviceTaintRules() ([]*resourceapi.ResourceSlice, error) {
+func (s sliceLister) ListWithDeviceTaintRules() ([]*resourceapi.ResourceSlice, error) {
 	return s.m.Slices, nil
 }
 
-type classes struct{ m *Manager }
+type classLister struct{ m *Objects }
 
-func (c classes) List() ([]*resourceapi.DeviceClass, error) { return c.m.Classes, nil }
+func (c classLister) List() ([]*resourceapi.DeviceClass, error) { return c.m.Classes, nil }
 
-func (c classes) Get(name string) (*resourceapi.DeviceClass, error) {
+func (c classLister) Get(name string) (*resourceapi.DeviceClass, error) {
 	for _, dc := range c.m.Classes {
 		if dc.Name == name {
 			return dc, nil
@@ -59,7 +57,7 @@ func (c classes) Get(name string) (*resourceapi.DeviceClass, error) {
 // cache does: the class naming it in spec.extendedResourceName.
 // Every class also serves its implicit name,
 // deviceclass.resource.kubernetes.io/<class>.
-func (c classes) GetDeviceClass(r v1.ResourceName) *resourceapi.DeviceClass {
+func (c classLister) GetDeviceClass(r v1.ResourceName) *resourceapi.DeviceClass {
 	for _, dc := range c.m.Classes {
 		if ptr.Deref(dc.Spec.ExtendedResourceName, "") == string(r) || resourceapi.ResourceDeviceClassPrefix+dc.Name == string(r) {
 			return dc
@@ -68,9 +66,9 @@ func (c classes) GetDeviceClass(r v1.ResourceName) *resourceapi.DeviceClass {
 	return nil
 }
 
-type claims struct{ m *Manager }
+type claimTracker struct{ m *Objects }
 
-func (c claims) List() ([]*resourceapi.ResourceClaim, error) {
+func (c claimTracker) List() ([]*resourceapi.ResourceClaim, error) {
 	c.m.mu.Lock()
 	defer c.m.mu.Unlock()
 	out := make([]*resourceapi.ResourceClaim, 0, len(c.m.Claims)+len(c.m.pending))
@@ -92,7 +90,7 @@ func (c claims) List() ([]*resourceapi.ResourceClaim, error) {
 	return out, nil
 }
 
-func (c claims) Get(ns, name string) (*resourceapi.ResourceClaim, error) {
+func (c claimTracker) Get(ns, name string) (*resourceapi.ResourceClaim, error) {
 	list, _ := c.List()
 	for _, claim := range list {
 		if claim.Namespace == ns && claim.Name == name {
@@ -102,7 +100,7 @@ func (c claims) Get(ns, name string) (*resourceapi.ResourceClaim, error) {
 	return nil, fmt.Errorf("ResourceClaim %s/%s not found", ns, name)
 }
 
-func (c claims) ListAllAllocatedDevices() (sets.Set[structured.DeviceID], error) {
+func (c claimTracker) ListAllAllocatedDevices() (sets.Set[structured.DeviceID], error) {
 	s, err := c.GatherAllocatedState()
 	if err != nil {
 		return nil, err
@@ -110,7 +108,7 @@ func (c claims) ListAllAllocatedDevices() (sets.Set[structured.DeviceID], error)
 	return s.AllocatedDevices, nil
 }
 
-func (c claims) GatherAllocatedState() (*structured.AllocatedState, error) {
+func (c claimTracker) GatherAllocatedState() (*structured.AllocatedState, error) {
 	s := &structured.AllocatedState{
 		AllocatedDevices:         sets.New[structured.DeviceID](),
 		AllocatedSharedDeviceIDs: sets.New[structured.SharedDeviceID](),
@@ -128,7 +126,7 @@ func (c claims) GatherAllocatedState() (*structured.AllocatedState, error) {
 	return s, nil
 }
 
-func (c claims) SignalClaimPendingAllocation(uid types.UID, claim *resourceapi.ResourceClaim) error {
+func (c claimTracker) SignalClaimPendingAllocation(uid types.UID, claim *resourceapi.ResourceClaim) error {
 	c.m.mu.Lock()
 	defer c.m.mu.Unlock()
 	if c.m.pending == nil {
@@ -138,7 +136,7 @@ func (c claims) SignalClaimPendingAllocation(uid types.UID, claim *resourceapi.R
 	return nil
 }
 
-func (c claims) GetPendingAllocation(uid types.UID) *resourceapi.AllocationResult {
+func (c claimTracker) GetPendingAllocation(uid types.UID) *resourceapi.AllocationResult {
 	c.m.mu.Lock()
 	defer c.m.mu.Unlock()
 	if p := c.m.pending[uid]; p != nil {
@@ -147,7 +145,7 @@ func (c claims) GetPendingAllocation(uid types.UID) *resourceapi.AllocationResul
 	return nil
 }
 
-func (c claims) MaybeRemoveClaimPendingAllocation(uid types.UID, _ bool) bool {
+func (c claimTracker) MaybeRemoveClaimPendingAllocation(uid types.UID, _ bool) bool {
 	c.m.mu.Lock()
 	defer c.m.mu.Unlock()
 	_, ok := c.m.pending[uid]
@@ -155,5 +153,5 @@ func (c claims) MaybeRemoveClaimPendingAllocation(uid types.UID, _ bool) bool {
 	return ok
 }
 
-func (claims) AssumeClaimAfterAPICall(*resourceapi.ResourceClaim) error { return nil }
-func (claims) AssumedClaimRestore(string, string)                       {}
+func (claimTracker) AssumeClaimAfterAPICall(*resourceapi.ResourceClaim) error { return nil }
+func (claimTracker) AssumedClaimRestore(string, string)                       {}
