@@ -115,7 +115,15 @@ func (o *inventoryOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	inv := cli.BuildInventory(nodes, pods, set, w, o.by)
+	objects, err := cli.DRAObjects(ctx, cs)
+	if err != nil {
+		return err
+	}
+	draEntries, err := cli.DRAEntries(objects)
+	if err != nil {
+		return err
+	}
+	inv := cli.BuildInventory(nodes, pods, set, w, draEntries, o.by)
 	inv.Workload = about
 	if err := o.printer.Print(o.streams.Out, cli.InventoryTable(inv), "DeviceInventory", inv); err != nil {
 		return err

@@ -133,7 +133,16 @@ func runLocal(ctx context.Context, o options, dir string, procs *[]*controlplane
 		return err
 	}
 	*procs = append(*procs, cp.Processes()...)
-	fmt.Printf("Control plane ready in %.1fs: etcd and kube-apiserver at %s\n", time.Since(t).Seconds(), cp.URL)
+	// DRA needs controllers: the resourceclaim controller turns the pods'
+	// ResourceClaimTemplates into claims and releases the claims of pods
+	// that are gone; the garbage collector deletes the scheduler's own
+	// claims for DRA-backed extended resources with their pods.
+	if err := cp.StartControllerManager(ctx, "resourceclaim-controller", "garbage-collector-controller"); err != nil {
+		return err
+	}
+	*procs = append(*procs, cp.ControllerManager)
+	fmt.Printf("Control plane ready in %.1fs: etcd, kube-apiserver at %s, kube-controller-manager (resourceclaim, garbage-collector)\n",
+		time.Since(t).Seconds(), cp.URL)
 
 	t = time.Now()
 	rendered, le, err := renderSchedulerConfig(config, dir, cp.SchedulerKubeconfig)
@@ -155,6 +164,11 @@ func runLocal(ctx context.Context, o options, dir string, procs *[]*controlplane
 	if err != nil {
 		return err
 	}
+	draNodes, err := registerDRA(ctx, cp.Client)
+	if err != nil {
+		return err
+	}
+	nodes += draNodes
 	if err := sched.WaitReady(ctx, 90*time.Second); err != nil {
 		return err
 	}
@@ -163,7 +177,7 @@ func runLocal(ctx context.Context, o options, dir string, procs *[]*controlplane
 
 	classes := workload()
 	pods := buildPods(classes, o.seed)
-	if err := submit(ctx, cp.Client, pods); err != nil {
+	if err := submit(ctx, cp.Client, classes, pods); err != nil {
 		return err
 	}
 	fmt.Printf("Submitted %d pods (schedulerName %s, seed %d); waiting for each to be bound or unschedulable:\n",
@@ -181,8 +195,13 @@ func runLocal(ctx context.Context, o options, dir string, procs *[]*controlplane
 	for _, c := range classes {
 		invalid[c.name] = c.invalid
 	}
-	rows := placement(nodeList.Items, settled)
+	draNow, err := readDRA(ctx, cp.Client)
+	if err != nil {
+		return err
+	}
+	rows := placement(nodeList.Items, settled, draNow)
 	printPlacement(os.Stdout, rows)
+	printDRA(os.Stdout, draNow, settled)
 	m, metricProblems, err := awaitMetrics(ctx, sched, rows)
 	if err != nil {
 		return controlplane.Blame(sched.Process, err)
@@ -193,10 +212,12 @@ func runLocal(ctx context.Context, o options, dir string, procs *[]*controlplane
 		return err
 	}
 
-	if problems := append(check(nodeList.Items, settled, classes), metricProblems...); len(problems) > 0 {
+	problems := append(check(nodeList.Items, settled, classes, draNow), metricProblems...)
+	if problems = append(problems, checkDRA(draNow, settled, classes)...); len(problems) > 0 {
 		return fmt.Errorf("the placement contradicts the workload's selectors:\n  %s", strings.Join(problems, "\n  "))
 	}
-	fmt.Println("\nChecks passed: every bound pod is on a product its selector admits; every invalid pod is unschedulable;\n" +
+	fmt.Println("\nChecks passed: every bound pod is on a product its selector admits (on DRA nodes: every device its claims hold);\n" +
+		"every invalid pod is unschedulable; no DRA device is in two claims and no shared counter is over its value;\n" +
 		"the scheduler's devicefit_devices count as allocated exactly the devices the bound pods hold.")
 
 	if o.keep {

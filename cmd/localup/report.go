@@ -40,12 +40,20 @@ func productOf(n *v1.Node) string {
 }
 
 // placement aggregates nodes and bound pods per product, in a fixed order.
-func placement(nodes []v1.Node, pods []v1.Pod) []*productRow {
+// A DRA node's row is its slices' product, marked (DRA); its devices are
+// those the slices publish per DeviceClass resource, and the bound ones
+// those claims hold there.
+func placement(nodes []v1.Node, pods []v1.Pod, s *draState) []*productRow {
 	rows := map[string]*productRow{}
 	nodeProduct := map[string]string{}
+	draNode := map[string]bool{}
 	for i := range nodes {
 		n := &nodes[i]
 		prod := productOf(n)
+		if p := s.nodeProduct(n.Name); p != "" {
+			prod = p
+			draNode[n.Name] = true
+		}
 		nodeProduct[n.Name] = prod
 		r := rows[prod]
 		if r == nil {
@@ -58,6 +66,10 @@ func placement(nodes []v1.Node, pods []v1.Pod) []*productRow {
 				r.allocatable[name] += q.Value()
 			}
 		}
+		for _, e := range s.entries(n.Name) {
+			r.allocatable[e.Resource] += e.Total
+			r.bound[e.Resource] += e.Held
+		}
 	}
 	for i := range pods {
 		p := &pods[i]
@@ -66,6 +78,10 @@ func placement(nodes []v1.Node, pods []v1.Pod) []*productRow {
 			continue
 		}
 		r.pods++
+		if draNode[p.Spec.NodeName] {
+			// Counted from the claims above.
+			continue
+		}
 		for name, q := range podDevices(p) {
 			r.bound[name] += q.Value()
 		}
@@ -212,7 +228,9 @@ func describeRequest(p *v1.Pod) string {
 
 // check verifies the outcome against the workload's own expectations and
 // returns one line per violation.
-func check(nodes []v1.Node, pods []v1.Pod, classes []class) []string {
+//
+// Pods on DRA nodes are checked by the devices their claims hold (checkDRA).
+func check(nodes []v1.Node, pods []v1.Pod, classes []class, s *draState) []string {
 	byName := map[string]class{}
 	for _, c := range classes {
 		byName[c.name] = c
@@ -231,6 +249,9 @@ func check(nodes []v1.Node, pods []v1.Pod, classes []class) []string {
 		}
 		bound++
 		prod := nodeProduct[p.Spec.NodeName]
+		if s.nodeProduct(p.Spec.NodeName) != "" && !c.invalid {
+			continue
+		}
 		switch {
 		case c.invalid:
 			problems = append(problems, fmt.Sprintf("%s is invalid but was bound to %s (%s)", p.Name, p.Spec.NodeName, prod))

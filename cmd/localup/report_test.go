@@ -63,7 +63,7 @@ func TestPlacement(t *testing.T) {
 		testPod("p3", "cpu", "c0", 0),
 		testPod("p4", "x", "", 1), // not bound: not counted
 	}
-	rows := placement(nodes, pods)
+	rows := placement(nodes, pods, nil)
 	if len(rows) != 2 || rows[0].product != productH100 || rows[1].product != noProduct {
 		t.Fatalf("rows %+v, want H100 then %s", rows, noProduct)
 	}
@@ -91,14 +91,14 @@ func TestCheck(t *testing.T) {
 		testPod("b", "cpu", "l0", 0),
 		unschedulable(testPod("c", "bad", "", 1), "invalid"),
 	}
-	if got := check(nodes, ok, classes); len(got) != 0 {
+	if got := check(nodes, ok, classes, nil); len(got) != 0 {
 		t.Errorf("check of a correct placement: %v", got)
 	}
 	wrong := []v1.Pod{testPod("a", "h100", "l0", 1), testPod("c", "bad", "h0", 1)}
-	if got := check(nodes, wrong, classes); len(got) != 2 {
+	if got := check(nodes, wrong, classes, nil); len(got) != 2 {
 		t.Errorf("check found %d problems, want 2 (wrong product, invalid pod bound): %v", len(got), got)
 	}
-	if got := check(nodes, []v1.Pod{testPod("x", "cpu", "", 0)}, classes); len(got) != 1 {
+	if got := check(nodes, []v1.Pod{testPod("x", "cpu", "", 0)}, classes, nil); len(got) != 1 {
 		t.Errorf("nothing bound: %v, want one problem", got)
 	}
 }

@@ -41,6 +41,10 @@ type class struct {
 	invalid bool
 	// nodeSelector is the pod's spec.nodeSelector.
 	nodeSelector map[string]string
+	// claim, when set, gives each pod a claim from a ResourceClaimTemplate
+	// of the class (dra.go); allowed then names the products of the
+	// devices the claim may get.
+	claim *claimSpec
 }
 
 func gpus(name v1.ResourceName, n int64) v1.ResourceList {
@@ -98,6 +102,19 @@ func workload() []class {
 			annotations: ann(annFamilies, "ampere"), allowed: []string{productA100x80}},
 		{name: "mig-3g", count: 10, devices: gpus("nvidia.com/mig-3g.40gb", 1),
 			annotations: ann(annProducts, productA100x80+"-MIG-3g.40gb"), allowed: []string{productA100x80}},
+
+		// DRA (dra.go). nvidia.com/gpu served from ResourceSlices as well as
+		// by device plugins: the same annotation selects H100s in both.
+		{name: "dra-h100-4", count: 4, devices: gpus(resourceGPU, 4),
+			annotations: ann(annProducts, "H100-80GB-HBM3"), allowed: []string{productH100}},
+		// Claims from templates, their own CEL narrowing the class.
+		{name: "claim-h100-2", count: 3, claim: &claimSpec{class: gpuClass, count: 2,
+			selector: `device.attributes["gpu.nvidia.com"].productName == "NVIDIA H100 80GB HBM3"`}, allowed: []string{productH100}},
+		// The MIG node: four 1g.20gb slices fill one A100, so the other stays
+		// whole for the whole-A100 claim, whichever comes first.
+		{name: "claim-mig-1g", count: 4, claim: &claimSpec{class: migClass, count: 1, tolerateMIG: true}, allowed: []string{productMIG1g}},
+		{name: "claim-a100-1", count: 1, claim: &claimSpec{class: gpuClass, count: 1, tolerateMIG: true,
+			selector: `device.attributes["gpu.nvidia.com"].productName == "NVIDIA A100-SXM4-80GB"`}, allowed: []string{productA100x80}},
 
 		// Admitted by the API, schedulable nowhere. (A fractional or
 		// requests != limits device quantity is rejected by the apiserver
@@ -160,7 +177,7 @@ func buildPod(c class, i int, rng *rand.Rand) *v1.Pod {
 	for k, v := range c.annotations {
 		annotations[k] = v
 	}
-	return &v1.Pod{
+	p := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        fmt.Sprintf("%s-%d", c.name, i),
 			Namespace:   namespace,
@@ -177,14 +194,27 @@ func buildPod(c class, i int, rng *rand.Rand) *v1.Pod {
 			}},
 		},
 	}
+	if c.claim != nil {
+		withClaim(p, c)
+	}
+	return p
 }
 
-// submit creates the namespace and the pods, one at a time so that their
-// creation order, and hence the scheduling queue's order, is the seed's.
-func submit(ctx context.Context, cs kubernetes.Interface, pods []*v1.Pod) error {
+// submit creates the namespace, the claim classes' ResourceClaimTemplates
+// and the pods, one at a time so that their creation order, and hence the
+// scheduling queue's order, is the seed's.
+func submit(ctx context.Context, cs kubernetes.Interface, classes []class, pods []*v1.Pod) error {
 	ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating namespace %s: %w", namespace, err)
+	}
+	for _, c := range classes {
+		if c.claim == nil {
+			continue
+		}
+		if _, err := cs.ResourceV1().ResourceClaimTemplates(namespace).Create(ctx, c.template(), metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating ResourceClaimTemplate %s: %w", c.name, err)
+		}
 	}
 	for _, p := range pods {
 		if _, err := cs.CoreV1().Pods(namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {

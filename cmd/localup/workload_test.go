@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/devicefit/devicefit/pkg/devices"
 )
 
 // The hand-written expectations of the workload must refer to the fleet as it
@@ -21,6 +23,11 @@ func TestWorkloadFitsFleet(t *testing.T) {
 				offered[name] = q.Value()
 			}
 		}
+	}
+	// The DRA pools' products are their devices' (as DeviceFit reads them).
+	_, slices := draNodes()
+	for _, d := range devices.NewDRAInventory(slices).Devices {
+		products[d.Facts.Product] = true
 	}
 	if len(products) < 3 {
 		t.Errorf("fleet has %d GPU products, want at least 3", len(products))

@@ -11,7 +11,9 @@ import (
 )
 
 // StartControllerManager starts bin/kube-controller-manager with only the
-// given controllers (e.g. replicaset, disruption), as the admin user, with
+// given controllers, by their names (e.g. replicaset-controller,
+// resourceclaim-controller; the short aliases differ per controller and
+// are not accepted here), as the admin user, with
 // no leader election and no serving port, and waits until it has started
 // them (its log says so). A caller that needs a controller's effect waits
 // for the effect itself (pods of a ReplicaSet, a PodDisruptionBudget's
@@ -39,7 +41,7 @@ func (cp *ControlPlane) StartControllerManager(ctx context.Context, controllers 
 		log := Tail(p.LogPath, 400)
 		for _, c := range controllers {
 			// "Controller starting..." controller="replicaset-controller"
-			if !strings.Contains(log, `"Controller starting..." controller="`+c+`-controller"`) {
+			if !strings.Contains(log, `"Controller starting..." controller="`+c+`"`) {
 				return false, nil
 			}
 		}

@@ -40,7 +40,7 @@ func FiguresOf(nodes []*v1.Node, pods []*v1.Pod, set devices.ResourceSet, w *dev
 		f.Free += s.Devices[k].Free
 		f.Stranded += s.Devices[k].Stranded
 	}
-	inv := BuildInventory(nodes, pods, set, nil, ByNode)
+	inv := BuildInventory(nodes, pods, set, nil, nil, ByNode)
 	busy := map[string]bool{}
 	for _, r := range inv.Rows {
 		if r.Allocated > 0 {

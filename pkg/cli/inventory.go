@@ -56,10 +56,11 @@ const (
 )
 
 // BuildInventory counts the devices of nodes, the requests of the bound pods
-// among pods, and stranded against w (nil: none known stranded), exactly as
-// the scheduler's devicefit_devices gauges do, per node and then summed per
-// resource and product (by ByProduct) or kept per node (ByNode).
-func BuildInventory(nodes []*v1.Node, pods []*v1.Pod, set devices.ResourceSet, w *devices.Workload, by string) Inventory {
+// among pods, the nodes' DRA devices (dra, by node; DRAEntries) and
+// stranded against w (nil: none known stranded), exactly as the scheduler's
+// devicefit_devices gauges do, per node and then summed per resource and
+// product (by ByProduct) or kept per node (ByNode).
+func BuildInventory(nodes []*v1.Node, pods []*v1.Pod, set devices.ResourceSet, w *devices.Workload, dra map[string][]metrics.DRAEntry, by string) Inventory {
 	byNode := make(map[string][]*v1.Pod, len(nodes))
 	for _, p := range pods {
 		if p.Spec.NodeName != "" {
@@ -71,7 +72,7 @@ func BuildInventory(nodes []*v1.Node, pods []*v1.Pod, set devices.ResourceSet, w
 
 	var perNode []InventoryRow
 	for _, n := range sorted {
-		s := metrics.Summarize([]*v1.Node{n}, byNode[n.Name], set, w)
+		s := metrics.SummarizeWithDRA([]*v1.Node{n}, byNode[n.Name], set, w, dra)
 		for _, k := range s.Keys() {
 			c := s.Devices[k]
 			d := describe(k.Resource, n.Labels)

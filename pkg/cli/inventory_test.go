@@ -78,7 +78,7 @@ func fleet() ([]*v1.Node, []*v1.Pod) {
 
 func TestBuildInventoryByProduct(t *testing.T) {
 	nodes, pods := fleet()
-	inv := BuildInventory(nodes, pods, resourceSet(t), nil, ByProduct)
+	inv := BuildInventory(nodes, pods, resourceSet(t), nil, nil, ByProduct)
 	want := []InventoryRow{
 		{Resource: "nvidia.com/gpu", Product: "NVIDIA-A100-SXM4-80GB", Nodes: 1, Allocatable: 1, Free: 1, MIGStrategy: "mixed"},
 		{Resource: "nvidia.com/gpu", Product: h100, Nodes: 2, Allocatable: 16, Allocated: 4, Free: 12, Physical: 16},
@@ -99,7 +99,7 @@ func TestBuildInventoryByProduct(t *testing.T) {
 
 func TestBuildInventoryByNode(t *testing.T) {
 	nodes, pods := fleet()
-	inv := BuildInventory(nodes, pods, resourceSet(t), nil, ByNode)
+	inv := BuildInventory(nodes, pods, resourceSet(t), nil, nil, ByNode)
 	var got []string
 	for _, r := range inv.Rows {
 		got = append(got, fmt.Sprintf("%s %s %d/%d", r.Node, r.Resource, r.Allocated, r.Allocatable))
@@ -144,7 +144,7 @@ func TestInventoryIsTheGauges(t *testing.T) {
 			}
 		}
 		rng.Shuffle(len(nodes), func(i, j int) { nodes[i], nodes[j] = nodes[j], nodes[i] })
-		inv := BuildInventory(nodes, pods, set, w, ByProduct)
+		inv := BuildInventory(nodes, pods, set, w, nil, ByProduct)
 		gauges := metrics.Summarize(nodes, pods, set, w)
 		if len(inv.Rows) != len(gauges.Devices) {
 			t.Fatalf("round %d: %d rows, %d gauge keys", round, len(inv.Rows), len(gauges.Devices))
@@ -170,7 +170,7 @@ func mustSelector(t *testing.T, products string) devices.Selector {
 
 func TestPrintInventory(t *testing.T) {
 	nodes, pods := fleet()
-	inv := BuildInventory(nodes, pods, resourceSet(t), nil, ByProduct)
+	inv := BuildInventory(nodes, pods, resourceSet(t), nil, nil, ByProduct)
 	tests := []struct {
 		output string
 		want   []string

@@ -13,7 +13,7 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 	testutil "k8s.io/kubernetes/test/integration/util"
 
-	"github.com/devicefit/devicefit/internal/dratest"
+	"github.com/devicefit/devicefit/internal/nvdra"
 	"github.com/devicefit/devicefit/pkg/devices"
 	"github.com/devicefit/devicefit/pkg/plugins/devicefit"
 )
@@ -31,8 +31,8 @@ const (
 
 func testDRADevices(t *testing.T, c *cluster) {
 	c.createDRA(t, nil, []*resourceapi.DeviceClass{
-		dratest.Class(gpuClassName, dratest.WholeGPUs, string(gpu)),
-		dratest.Class(migClassName, dratest.MIGs, ""),
+		nvdra.Class(gpuClassName, nvdra.WholeGPUs, string(gpu)),
+		nvdra.Class(migClassName, nvdra.MIGs, ""),
 	})
 	spread := configtestingProfile(t, spreadSchedulerName)
 	c.startSchedulerWithProfiles(t, append(loadDeployedProfiles(t), spread)...)
@@ -52,11 +52,11 @@ func testDRADevices(t *testing.T, c *cluster) {
 }
 
 func l40s(first, n int) []resourceapi.Device {
-	return dratest.GPUs(first, n, "NVIDIA L40S", "Ada Lovelace", "8.9.0", "46068Mi")
+	return nvdra.GPUs(first, n, "NVIDIA L40S", "Ada Lovelace", "8.9.0", "46068Mi")
 }
 
 func a100(first, n int) []resourceapi.Device {
-	return dratest.GPUs(first, n, "NVIDIA A100-SXM4-80GB", "Ampere", "8.0.0", "80Gi")
+	return nvdra.GPUs(first, n, "NVIDIA A100-SXM4-80GB", "Ampere", "8.0.0", "80Gi")
 }
 
 func testDRASelectors(t *testing.T, c *cluster) {
@@ -69,9 +69,9 @@ func testDRASelectors(t *testing.T, c *cluster) {
 		c.createNode(t, nodeSpec{name: n, labels: pool})
 	}
 	c.createDRA(t, []*resourceapi.ResourceSlice{
-		dratest.NodeSlice("sel-mixed", append(l40s(0, 2), a100(2, 2)...)...),
-		dratest.NodeSlice("sel-a100", a100(0, 4)...),
-		dratest.NodeSlice("sel-l40s", l40s(0, 4)...),
+		nvdra.NodeSlice("sel-mixed", append(l40s(0, 2), a100(2, 2)...)...),
+		nvdra.NodeSlice("sel-a100", a100(0, 4)...),
+		nvdra.NodeSlice("sel-l40s", l40s(0, 4)...),
 	}, nil)
 	c.waitForSlices(t, 3)
 
@@ -122,8 +122,8 @@ func testDRAPackExtended(t *testing.T, c *cluster) {
 			c.createNode(t, nodeSpec{name: n, labels: pool})
 		}
 		c.createDRA(t, []*resourceapi.ResourceSlice{
-			dratest.NodeSlice(a, dratest.GPUs(0, 8, "NVIDIA H100 80GB HBM3", "Hopper", "9.0.0", "80Gi")...),
-			dratest.NodeSlice(b, dratest.GPUs(0, 8, "NVIDIA H100 80GB HBM3", "Hopper", "9.0.0", "80Gi")...),
+			nvdra.NodeSlice(a, nvdra.GPUs(0, 8, "NVIDIA H100 80GB HBM3", "Hopper", "9.0.0", "80Gi")...),
+			nvdra.NodeSlice(b, nvdra.GPUs(0, 8, "NVIDIA H100 80GB HBM3", "Hopper", "9.0.0", "80Gi")...),
 		}, nil)
 		c.waitForSlicesOn(t, a, b)
 		// 16 cores each, so that LeastAllocated sees the difference. The
@@ -162,8 +162,8 @@ func testDRAPackClaims(t *testing.T, c *cluster) {
 		c.createNode(t, nodeSpec{name: n, labels: pool})
 	}
 	c.createDRA(t, []*resourceapi.ResourceSlice{
-		dratest.NodeSlice("claims-a", a100(0, 8)...),
-		dratest.NodeSlice("claims-b", a100(0, 8)...),
+		nvdra.NodeSlice("claims-a", a100(0, 8)...),
+		nvdra.NodeSlice("claims-b", a100(0, 8)...),
 	}, nil)
 	c.waitForSlicesOn(t, "claims-a", "claims-b")
 	const a100Product = "NVIDIA-A100-SXM4-80GB"
@@ -173,7 +173,7 @@ func testDRAPackClaims(t *testing.T, c *cluster) {
 	nodes := map[string]int{}
 	for i := range 3 {
 		name := podName("two", i)
-		c.createClaim(t, dratest.Claim(ns, name, gpuClassName, 2))
+		c.createClaim(t, nvdra.Claim(ns, name, gpuClassName, 2))
 		sel := pool
 		if i == 0 {
 			sel = pinned(pool, "claims-a")
@@ -181,7 +181,7 @@ func testDRAPackClaims(t *testing.T, c *cluster) {
 		p := c.createPod(t, ns, podSpec{name: name, claims: []string{name}, nodeSelector: sel})
 		nodes[c.waitForBound(t, p)]++
 	}
-	c.createClaim(t, dratest.Claim(ns, "eight", gpuClassName, 8))
+	c.createClaim(t, nvdra.Claim(ns, "eight", gpuClassName, 8))
 	p := c.createPod(t, ns, podSpec{name: "eight", claims: []string{"eight"}, nodeSelector: pool})
 	o := c.waitForOutcomes(t, ns, []string{p.Name})[p.Name]
 	if len(nodes) != 1 || o.node == "" {
@@ -240,7 +240,7 @@ func testDRAPartitions(t *testing.T, c *cluster) {
 	var slices []*resourceapi.ResourceSlice
 	for _, n := range []string{"mig-a", "mig-b"} {
 		c.createNode(t, nodeSpec{name: n, labels: pool})
-		slices = append(slices, dratest.Partitionable(n, 1, 4, "NVIDIA A100-SXM4-40GB", "1g.10gb", "40Gi", "10Gi")...)
+		slices = append(slices, nvdra.Partitionable(n, 1, 4, "NVIDIA A100-SXM4-40GB", "1g.10gb", "40Gi", "10Gi")...)
 	}
 	c.createDRA(t, slices, nil)
 	c.waitForSlicesOn(t, "mig-a", "mig-b")
@@ -249,7 +249,7 @@ func testDRAPartitions(t *testing.T, c *cluster) {
 	var migNodes []string
 	for i := range 2 {
 		name := podName("slice", i)
-		c.createClaim(t, dratest.Claim(ns, name, migClassName, 1))
+		c.createClaim(t, nvdra.Claim(ns, name, migClassName, 1))
 		sel := pool
 		if i == 0 {
 			sel = pinned(pool, "mig-a")
@@ -257,7 +257,7 @@ func testDRAPartitions(t *testing.T, c *cluster) {
 		p := c.createPod(t, ns, podSpec{name: name, claims: []string{name}, nodeSelector: sel})
 		migNodes = append(migNodes, c.waitForBound(t, p))
 	}
-	c.createClaim(t, dratest.Claim(ns, "whole", gpuClassName, 1))
+	c.createClaim(t, nvdra.Claim(ns, "whole", gpuClassName, 1))
 	p := c.createPod(t, ns, podSpec{name: "whole", claims: []string{"whole"}, nodeSelector: pool})
 	o := c.waitForOutcomes(t, ns, []string{p.Name})[p.Name]
 	if migNodes[0] != migNodes[1] || o.node == "" || o.node == migNodes[0] {

@@ -17,7 +17,7 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	"k8s.io/utils/ptr"
 
-	"github.com/devicefit/devicefit/internal/dratest"
+	"github.com/devicefit/devicefit/internal/nvdra"
 	"github.com/devicefit/devicefit/pkg/dra"
 )
 
@@ -83,15 +83,15 @@ func TestDRASelectors(t *testing.T) {
 		return st.MakeNode().Name(name).Capacity(map[v1.ResourceName]string{v1.ResourceCPU: "64", v1.ResourceMemory: "512Gi"}).Obj()
 	}
 	l40s := func(first, n int) []resourceapi.Device {
-		return dratest.GPUs(first, n, "NVIDIA L40S", "Ada Lovelace", "8.9.0", "46068Mi")
+		return nvdra.GPUs(first, n, "NVIDIA L40S", "Ada Lovelace", "8.9.0", "46068Mi")
 	}
 	a100 := func(first, n int) []resourceapi.Device {
-		return dratest.GPUs(first, n, "NVIDIA A100-SXM4-80GB", "Ampere", "8.0.0", "80Gi")
+		return nvdra.GPUs(first, n, "NVIDIA A100-SXM4-80GB", "Ampere", "8.0.0", "80Gi")
 	}
 	slices := []*resourceapi.ResourceSlice{
-		dratest.NodeSlice("mixed", append(l40s(0, 2), a100(2, 2)...)...),
-		dratest.NodeSlice("a100", a100(0, 4)...),
-		dratest.NodeSlice("l40s", l40s(0, 4)...),
+		nvdra.NodeSlice("mixed", append(l40s(0, 2), a100(2, 2)...)...),
+		nvdra.NodeSlice("a100", a100(0, 4)...),
+		nvdra.NodeSlice("l40s", l40s(0, 4)...),
 	}
 	nodes := nodeInfos(cpuNode("mixed"), cpuNode("a100"), cpuNode("l40s"), cpuNode("cpu"))
 	for _, tc := range []struct {
@@ -125,10 +125,10 @@ func TestDRASelectors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var claims []*resourceapi.ResourceClaim
 			if len(tc.held) > 0 {
-				claims = append(claims, dratest.Allocated("ns", "running", tc.held...))
+				claims = append(claims, nvdra.Allocated("ns", "running", tc.held...))
 			}
 			m := &dra.Objects{Slices: slices, Claims: claims,
-				Classes: []*resourceapi.DeviceClass{dratest.Class("gpu.nvidia.com", dratest.WholeGPUs, string(gpu))}}
+				Classes: []*resourceapi.DeviceClass{nvdra.Class("gpu.nvidia.com", nvdra.WholeGPUs, string(gpu))}}
 			pl := newPlugin(t, defaultArgs(), draHandle{manager: draManager{Objects: m, resolver: m.DeviceClassResolver()}})
 			pod := gpuPod("2", tc.annotations)
 			state := framework.NewCycleState()
@@ -165,7 +165,7 @@ func TestDRASelectors(t *testing.T) {
 // other pods, and claims that still hold theirs, do not wake it.
 func TestDRAQueueingHints(t *testing.T) {
 	logger, ctx := ktesting.NewTestContext(t)
-	m := &dra.Objects{Classes: []*resourceapi.DeviceClass{dratest.Class("gpu.nvidia.com", dratest.WholeGPUs, string(gpu))}}
+	m := &dra.Objects{Classes: []*resourceapi.DeviceClass{nvdra.Class("gpu.nvidia.com", nvdra.WholeGPUs, string(gpu))}}
 	pl := newPlugin(t, defaultArgs(), draHandle{manager: draManager{Objects: m, resolver: m.DeviceClassResolver()}})
 	events, err := pl.EventsToRegister(ctx)
 	if err != nil {
@@ -178,7 +178,7 @@ func TestDRAQueueingHints(t *testing.T) {
 	if registered[fwk.ResourceSlice] != fwk.Add|fwk.Update || registered[fwk.ResourceClaim] != fwk.Update|fwk.Delete {
 		t.Errorf("DRA events: got slices %v, claims %v", registered[fwk.ResourceSlice], registered[fwk.ResourceClaim])
 	}
-	held := dratest.Allocated("ns", "c", "n/gpu-0")
+	held := nvdra.Allocated("ns", "c", "n/gpu-0")
 	free := held.DeepCopy()
 	free.Status.Allocation = nil
 	gpuPodDRA, cpuPod := gpuPod("2", nil), st.MakePod().Name("cpu").Obj()
@@ -189,8 +189,8 @@ func TestDRAQueueingHints(t *testing.T) {
 		old, new interface{}
 		want     fwk.QueueingHint
 	}{
-		{"slice added", pl.isSchedulableAfterDRAChange, gpuPodDRA, nil, dratest.NodeSlice("n"), fwk.Queue},
-		{"slice added, CPU pod", pl.isSchedulableAfterDRAChange, cpuPod, nil, dratest.NodeSlice("n"), fwk.QueueSkip},
+		{"slice added", pl.isSchedulableAfterDRAChange, gpuPodDRA, nil, nvdra.NodeSlice("n"), fwk.Queue},
+		{"slice added, CPU pod", pl.isSchedulableAfterDRAChange, cpuPod, nil, nvdra.NodeSlice("n"), fwk.QueueSkip},
 		{"allocated claim deleted", pl.isSchedulableAfterClaimChange, gpuPodDRA, held, nil, fwk.Queue},
 		{"allocation removed", pl.isSchedulableAfterClaimChange, gpuPodDRA, held, free, fwk.Queue},
 		{"claim allocated", pl.isSchedulableAfterClaimChange, gpuPodDRA, free, held, fwk.QueueSkip},

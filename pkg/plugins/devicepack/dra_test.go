@@ -11,7 +11,7 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	"k8s.io/utils/ptr"
 
-	"github.com/devicefit/devicefit/internal/dratest"
+	"github.com/devicefit/devicefit/internal/nvdra"
 	"github.com/devicefit/devicefit/pkg/apis/config"
 	"github.com/devicefit/devicefit/pkg/dra"
 )
@@ -57,9 +57,9 @@ func claimPod(name string, claims ...string) *v1.Pod {
 }
 
 func TestScoreDRA(t *testing.T) {
-	gpuClassObj := dratest.Class("gpu.nvidia.com", dratest.WholeGPUs, string(gpu))
+	gpuClassObj := nvdra.Class("gpu.nvidia.com", nvdra.WholeGPUs, string(gpu))
 	eight := func(node string) *resourceapi.ResourceSlice {
-		return dratest.NodeSlice(node, dratest.GPUs(0, 8, "NVIDIA H100 80GB HBM3", "Hopper", "9.0.0", "80Gi")...)
+		return nvdra.NodeSlice(node, nvdra.GPUs(0, 8, "NVIDIA H100 80GB HBM3", "Hopper", "9.0.0", "80Gi")...)
 	}
 	half := []string{"half/gpu-0", "half/gpu-1", "half/gpu-2", "half/gpu-3"}
 
@@ -67,7 +67,7 @@ func TestScoreDRA(t *testing.T) {
 		m := &dra.Objects{
 			Slices:  []*resourceapi.ResourceSlice{eight("half"), eight("fresh")},
 			Classes: []*resourceapi.DeviceClass{gpuClassObj},
-			Claims:  []*resourceapi.ResourceClaim{dratest.Allocated("ns", "running", half...)},
+			Claims:  []*resourceapi.ResourceClaim{nvdra.Allocated("ns", "running", half...)},
 		}
 		args := staticArgs(t, gpuClass(8, 1), gpuClass(4, 1))
 		got := draScores(t, args, m, gpuPod("p", "4"), "half", "fresh")
@@ -80,8 +80,8 @@ func TestScoreDRA(t *testing.T) {
 		m := &dra.Objects{
 			Slices:  []*resourceapi.ResourceSlice{eight("half"), eight("fresh")},
 			Classes: []*resourceapi.DeviceClass{gpuClassObj},
-			Claims: []*resourceapi.ResourceClaim{dratest.Allocated("ns", "running", half...),
-				dratest.Claim("ns", "two", "gpu.nvidia.com", 2)},
+			Claims: []*resourceapi.ResourceClaim{nvdra.Allocated("ns", "running", half...),
+				nvdra.Claim("ns", "two", "gpu.nvidia.com", 2)},
 		}
 		args := staticArgs(t, gpuClass(8, 1), gpuClass(2, 1))
 		got := draScores(t, args, m, claimPod("p", "two"), "half", "fresh")
@@ -91,13 +91,13 @@ func TestScoreDRA(t *testing.T) {
 	})
 
 	t.Run("partitions: a MIG slice goes to the GPU already cut", func(t *testing.T) {
-		slices := append(dratest.Partitionable("cut", 1, 4, "NVIDIA A100-SXM4-40GB", "1g.10gb", "40Gi", "10Gi"),
-			dratest.Partitionable("whole", 1, 4, "NVIDIA A100-SXM4-40GB", "1g.10gb", "40Gi", "10Gi")...)
+		slices := append(nvdra.Partitionable("cut", 1, 4, "NVIDIA A100-SXM4-40GB", "1g.10gb", "40Gi", "10Gi"),
+			nvdra.Partitionable("whole", 1, 4, "NVIDIA A100-SXM4-40GB", "1g.10gb", "40Gi", "10Gi")...)
 		m := &dra.Objects{
 			Slices:  slices,
-			Classes: []*resourceapi.DeviceClass{gpuClassObj, dratest.Class(migClass, dratest.MIGs, "")},
-			Claims: []*resourceapi.ResourceClaim{dratest.Allocated("ns", "running", "cut/gpu-0-mig-0"),
-				dratest.Claim("ns", "slice", migClass, 1)},
+			Classes: []*resourceapi.DeviceClass{gpuClassObj, nvdra.Class(migClass, nvdra.MIGs, "")},
+			Claims: []*resourceapi.ResourceClaim{nvdra.Allocated("ns", "running", "cut/gpu-0-mig-0"),
+				nvdra.Claim("ns", "slice", migClass, 1)},
 		}
 		args := staticArgs(t, gpuClass(1, 1), config.WorkloadClass{Resource: string(dra.ImplicitResource(migClass)), Devices: 1, Weight: 1})
 		got := draScores(t, args, m, claimPod("p", "slice"), "cut", "whole")

@@ -66,7 +66,7 @@ func run(m *testing.M) int {
 	if _, err := e2eutil.InstallManifests(ctx, kubectl, os.Getenv(e2eutil.CRDDirEnv), filepath.Join(root, "manifests")); err != nil {
 		return fail(fmt.Errorf("installing the manifests: %w", err))
 	}
-	if err := cp.StartControllerManager(ctx, "replicaset", "disruption"); err != nil {
+	if err := cp.StartControllerManager(ctx, "replicaset-controller", "disruption-controller"); err != nil {
 		return fail(err)
 	}
 	cfg, err := e2eutil.RenderDeployedSchedulerConfig(ctx, cp, dir, "scheduler-config.yaml", nil)

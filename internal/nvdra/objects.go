@@ -1,4 +1,10 @@
-package dratest
+// Package nvdra builds DRA objects as NVIDIA's DRA driver
+// (kubernetes-sigs/dra-driver-nvidia-gpu) publishes them: ResourceSlices
+// of whole GPUs and of partitionable GPUs with their MIG devices (attribute
+// names type, productName, architecture, cudaComputeCapability, profile;
+// capacity memory), and DeviceClasses selecting them. The local run, the
+// tests and the replay publish these where no driver runs.
+package nvdra
 
 import (
 	"fmt"
