@@ -32,7 +32,7 @@ import (
 // without the taint, pods asking nvidia.com/gpu would take its whole GPUs
 // (the class serves them too) and leave no slice to cut.
 const (
-	migTaintKey   = "localup.devicefit.io/mig"
+	migTaintKey = "localup.devicefit.io/mig"
 
 	gpuClass      = "gpu.nvidia.com"
 	migClass      = "mig.nvidia.com"
