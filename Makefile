@@ -255,6 +255,9 @@ REPLAY_PODS ?= $(REPLAY_TRACES)/openb_pod_list_multigpu50.csv
 REPLAY_FLAGS ?=
 REPLAY_FALLBACK := pkg/replay/testdata/mixed.yaml
 REPORT_WORKLOADS ?= multigpu20 multigpu50 gpuspec10
+# The workloads replayed again with the fleet's GPUs in DRA ResourceSlices
+# (--devices dra; upstream DynamicResources allocates, about 15x slower).
+REPORT_DRA_WORKLOADS ?= multigpu50 gpuspec10
 REPORT_SEEDS ?= 42 43 44 45 46
 REPORT_DIR := docs/replay
 REPORT_WORK := $(BIN)/replay-report
@@ -274,7 +277,8 @@ replay: $(BIN)/replay ## one replay: REPLAY_PODS (default the shared multigpu50 
 
 # Every workload and seed, one after another (each replay uses every core);
 # the JSON of seed 42 and its chart go to docs/replay/, the others stay in
-# bin/replay-report/ for the summary table. About 10 minutes on 2 cores.
+# bin/replay-report/ for the summary table. About 10 minutes on 2 cores, and
+# 50 more for the DRA mode (REPORT_DRA_WORKLOADS= skips it).
 replay-report: ## the runs behind docs/placement.md (needs ../shared/traces/alibaba-gpu-v2023)
 	@if [[ ! -d "$(REPLAY_TRACES)" ]]; then \
 		echo "replay-report: $(REPLAY_TRACES) not found. The Alibaba GPU trace v2023 is not part of"; \
@@ -296,9 +300,26 @@ replay-report: ## the runs behind docs/placement.md (needs ../shared/traces/alib
 			[[ $$s == 42 ]] && cp $$out.json $(REPORT_DIR)/$$w-seed42.json; \
 		done; \
 	done; \
-	$(BIN)/replay summary $$(for w in $(REPORT_WORKLOADS); do for s in $(REPORT_SEEDS); do echo $(REPORT_WORK)/$$w-seed$$s.json; done; done) > $(REPORT_DIR)/summary.md; \
-	echo; echo "Unallocated devices at 100% arrived (round-up, tune 1.3, seed 42):"; \
+	for w in $(REPORT_DRA_WORKLOADS); do \
+		for s in $(REPORT_SEEDS); do \
+			out=$(REPORT_WORK)/$$w-dra-seed$$s; \
+			echo "replay-report: $$w seed $$s, --devices dra"; \
+			$(BIN)/replay --nodes "$(REPLAY_NODES)" --pods "$(REPLAY_TRACES)/openb_pod_list_$$w.csv" \
+				--fractional round-up --tune 1.3 --order shuffle --seed $$s --timing --quiet --devices dra \
+				--json $$out.json --failed-pods $$out-failed.csv $(REPLAY_FLAGS) > $$out.txt; \
+			[[ $$s == 42 ]] && cp $$out.json $(REPORT_DIR)/$$w-dra-seed42.json; \
+		done; \
+	done; \
+	results=(); \
 	for w in $(REPORT_WORKLOADS); do \
+		for s in $(REPORT_SEEDS); do results+=($(REPORT_WORK)/$$w-seed$$s.json); done; \
+		if [[ " $(REPORT_DRA_WORKLOADS) " == *" $$w "* ]]; then \
+			for s in $(REPORT_SEEDS); do results+=($(REPORT_WORK)/$$w-dra-seed$$s.json); done; \
+		fi; \
+	done; \
+	$(BIN)/replay summary "$${results[@]}" > $(REPORT_DIR)/summary.md; \
+	echo; echo "Unallocated devices at 100% arrived (round-up, tune 1.3, seed 42):"; \
+	for w in $(REPORT_WORKLOADS) $(patsubst %,%-dra,$(REPORT_DRA_WORKLOADS)); do \
 		[[ -f $(REPORT_WORK)/$$w-seed42.txt ]] || continue; \
 		echo "  $$w:"; \
 		awk '$$2 == "100" { printf "    %-14s unallocated %6s%%  fragmented %5s%%  failed pods %s\n", $$1, $$4, $$5, $$6 }' $(REPORT_WORK)/$$w-seed42.txt; \

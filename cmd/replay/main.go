@@ -59,6 +59,7 @@ func run(args []string) int {
 		allNodes    = fs.Bool("all-nodes", false, "score every feasible node, ignoring the profiles' percentageOfNodesToScore")
 		par         = fs.Int("parallelism", runtime.GOMAXPROCS(0), "workers for Filter and Score (does not change results)")
 		noPrescreen = fs.Bool("no-prescreen", false, "hand every node to the Filter plugins, even those NodeResourcesFit must reject (slower; same placements)")
+		devicesMode = fs.String("devices", string(replay.DevicesPlugin), "how the fleet's GPUs reach the scheduler: plugin (node allocatable) or dra (ResourceSlices and a DeviceClass serving nvidia.com/gpu)")
 		quiet       = fs.Bool("quiet", false, "no progress on stderr")
 		cpuProfile  = fs.String("cpuprofile", "", "write a CPU profile (pprof) to this file")
 		profiles    stringList
@@ -89,6 +90,10 @@ func run(args []string) int {
 		return fail(err)
 	}
 	ord, err := replay.ParseOrder(*order)
+	if err != nil {
+		return fail(err)
+	}
+	mode, err := replay.ParseDeviceMode(*devicesMode)
 	if err != nil {
 		return fail(err)
 	}
@@ -136,7 +141,7 @@ func run(args []string) int {
 		Fractional: frac,
 		Arrival:    replay.ArrivalOptions{Tune: *tune, Order: ord, Seed: *seed},
 		Policies:   pols,
-		Engine:     replay.EngineOptions{Parallelism: *par, AllNodes: *allNodes, NoPrescreen: *noPrescreen, Progress: progress},
+		Engine:     replay.EngineOptions{Parallelism: *par, AllNodes: *allNodes, NoPrescreen: *noPrescreen, Progress: progress, Devices: mode},
 		Timing:     *timing,
 		Version:    version.Get().GitVersion,
 	})

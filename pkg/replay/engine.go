@@ -14,7 +14,9 @@ import (
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/dynamic-resource-allocation/deviceclass/extendedresourcecache"
 	resourceslicetracker "k8s.io/dynamic-resource-allocation/resourceslice/tracker"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -55,6 +57,9 @@ type EngineOptions struct {
 	// NoPrescreen runs every Filter plugin on every node, even where
 	// NodeResourcesFit must reject the pod (see simulation.prescreen).
 	NoPrescreen bool
+	// Devices is how the fleet's devices reach the scheduler: a device
+	// plugin (default) or DRA ResourceSlices (dramode.go).
+	Devices DeviceMode
 }
 
 var metricsOnce sync.Once
@@ -89,8 +94,9 @@ type simulation struct {
 	failed  map[string]int
 
 	// prescreen: see canFit. free is what each node has left, kept
-	// up to date as pods are assumed.
+	// up to date as pods are assumed; gpus is each node's devices.
 	prescreen bool
+	gpus      []int64
 	request   podRequest
 	free      []podRequest
 	slots     []int
@@ -106,8 +112,9 @@ var rejectedByFit = fwk.NewStatus(fwk.Unschedulable, "insufficient resources (re
 
 // canFit is the replay's capacity pre-screen: false when the node lacks the
 // pod slot, cpu, memory or devices the pod requests, which NodeResourcesFit's
-// Filter would reject (it checks exactly these, and no DeviceClass maps
-// nvidia.com/gpu to DRA in a replay). Such nodes are not handed to the
+// Filter would reject (it checks exactly these), or, in DRA mode,
+// DynamicResources would (the node's slice has fewer free devices: the
+// pods asking nvidia.com/gpu there hold exactly their count). Such nodes are not handed to the
 // framework at all: most nodes are full late in a replay, and upstream's
 // NodeResourcesFit spends most of its time validating the extended resource
 // name on every node. Placements are unchanged (--no-prescreen checks
@@ -127,7 +134,7 @@ func (s *simulation) refresh(i int) {
 	s.free[i] = podRequest{
 		milliCPU: alloc.GetMilliCPU() - req.GetMilliCPU(),
 		memory:   alloc.GetMemory() - req.GetMemory(),
-		devices:  alloc.GetScalarResources()[DeviceResource] - req.GetScalarResources()[DeviceResource],
+		devices:  s.gpus[i] - req.GetScalarResources()[DeviceResource],
 	}
 	s.slots[i] = alloc.GetAllowedPodNumber() - len(ni.GetPods())
 }
@@ -167,10 +174,17 @@ func newSimulation(ctx context.Context, pol Policy, fleet []NodeSpec, wl *device
 	v1Nodes := make([]*v1.Node, len(fleet))
 	for i := range fleet {
 		v1Nodes[i] = NewNode(&fleet[i])
+		if opts.Devices == DevicesDRA {
+			asDRANode(v1Nodes[i])
+		}
 	}
 	snap := internalcache.NewSnapshot(nil, v1Nodes)
 	par := max(opts.Parallelism, 1)
-	fw, err := newFramework(ctx, pol, registry, fake.NewClientset(), snap, par)
+	client := fake.NewClientset()
+	if opts.Devices == DevicesDRA {
+		client = fake.NewClientset(draObjects(fleet)...)
+	}
+	fw, err := newFramework(ctx, pol, registry, client, snap, par)
 	if err != nil {
 		return nil, err
 	}
@@ -183,6 +197,7 @@ func newSimulation(ctx context.Context, pol Policy, fleet []NodeSpec, wl *device
 		par:      par,
 		statuses: make([]*fwk.Status, len(fleet)),
 		free:     make([]podRequest, len(fleet)),
+		gpus:     make([]int64, len(fleet)),
 		slots:    make([]int, len(fleet)),
 		order:    make([]int, 0, len(fleet)),
 		failed:   map[string]int{},
@@ -197,6 +212,7 @@ func newSimulation(ctx context.Context, pol Policy, fleet []NodeSpec, wl *device
 			return nil, err
 		}
 		s.nodes[i] = ni
+		s.gpus[i] = fleet[i].GPUs
 	}
 	if slices.ContainsFunc(fw.ListPlugins().Filter.Enabled, func(p schedconfig.Plugin) bool { return p.Name == devicefit.Name }) {
 		s.style = SelectByAnnotation
@@ -218,6 +234,9 @@ func newFramework(ctx context.Context, pol Policy, registry frameworkruntime.Reg
 	logger := klog.FromContext(ctx)
 	informerFactory := informers.NewSharedInformerFactory(client, 0)
 	var draManager fwk.SharedDRAManager
+	// synced are the DRA caches fed by handlers, which WaitForCacheSync
+	// does not wait for: the first pods must see every slice and class.
+	var synced []cache.InformerSynced
 	if utilfeature.DefaultFeatureGate.Enabled(features.DynamicResourceAllocation) {
 		claimCache := assumecache.NewAssumeCache(logger, informerFactory.Resource().V1().ResourceClaims().Informer(), "ResourceClaim", "", nil)
 		trackerOpts := resourceslicetracker.Options{
@@ -233,7 +252,19 @@ func newFramework(ctx context.Context, pol Policy, registry frameworkruntime.Reg
 		if err != nil {
 			return nil, fmt.Errorf("starting the resource slice tracker: %w", err)
 		}
-		draManager = dynamicresources.NewDRAManager(ctx, claimCache, sliceTracker, informerFactory)
+		synced = append(synced, sliceTracker.HasSynced)
+		m := dynamicresources.NewDRAManager(ctx, claimCache, sliceTracker, informerFactory)
+		if erCache, ok := m.DeviceClassResolver().(*extendedresourcecache.ExtendedResourceCache); ok && erCache != nil {
+			// The cache that maps extended resources to DeviceClasses
+			// (DRAExtendedResource) fills only from DeviceClass events, as
+			// kube-scheduler's event handlers feed it.
+			reg, err := informerFactory.Resource().V1().DeviceClasses().Informer().AddEventHandler(erCache)
+			if err != nil {
+				return nil, fmt.Errorf("watching DeviceClasses: %w", err)
+			}
+			synced = append(synced, reg.HasSynced)
+		}
+		draManager = m
 	}
 	profile := pol.Profile
 	fw, err := frameworkruntime.NewFramework(ctx, registry, &profile,
@@ -255,6 +286,9 @@ func newFramework(ctx context.Context, pol Policy, registry frameworkruntime.Reg
 		if !ok {
 			return nil, fmt.Errorf("policy %s: informer for %v did not sync", pol.Name, typ)
 		}
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		return nil, fmt.Errorf("policy %s: the DRA caches did not sync", pol.Name)
 	}
 	return fw, nil
 }
@@ -576,6 +610,11 @@ func RunPolicy(ctx context.Context, pol Policy, fleet []NodeSpec, arrivals []Arr
 		nextPoint++
 	}
 	res.Final = m.point(len(arrivals))
+	if opts.Devices == DevicesDRA {
+		if err := s.checkDRA(m.allocated); err != nil {
+			return nil, fmt.Errorf("policy %s: %w", pol.Name, err)
+		}
+	}
 	if opts.Progress != nil {
 		fmt.Fprintf(opts.Progress, "%s: done, %d pods, arrived %.2f%%, allocated %.2f%%, failed %d, %.1fs\n",
 			pol.Name, len(arrivals), res.Final.ArrivedPct, res.Final.AllocatedPct, res.Final.FailedPods, time.Since(begin).Seconds())

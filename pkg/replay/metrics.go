@@ -20,6 +20,8 @@ type tracker struct {
 	device               []devices.Device // per node, from its labels
 	stranded             []float64        // per node
 	deviceNode           []bool
+	// gpus is each node's devices (in DRA mode no node advertises them).
+	gpus []int64
 }
 
 func newTracker(fleet []NodeSpec, nodes []*v1.Node, wl *devices.Workload) *tracker {
@@ -30,10 +32,12 @@ func newTracker(fleet []NodeSpec, nodes []*v1.Node, wl *devices.Workload) *track
 		device:     make([]devices.Device, len(nodes)),
 		stranded:   make([]float64, len(nodes)),
 		deviceNode: make([]bool, len(nodes)),
+		gpus:       make([]int64, len(nodes)),
 	}
 	for i, n := range nodes {
 		t.device[i] = t.labels.Describe(n.Labels)
 		t.deviceNode[i] = fleet[i].GPUs > 0
+		t.gpus[i] = fleet[i].GPUs
 	}
 	return t
 }
@@ -44,7 +48,7 @@ func (t *tracker) update(i int, ni fwk.NodeInfo) {
 		return
 	}
 	alloc, req := ni.GetAllocatable(), ni.GetRequested()
-	free := alloc.GetScalarResources()[DeviceResource] - req.GetScalarResources()[DeviceResource]
+	free := t.gpus[i] - req.GetScalarResources()[DeviceResource]
 	t.stranded[i] = t.workload.Stranded(devices.NodeFree{
 		Resource:    DeviceResource,
 		Devices:     max(free, 0),

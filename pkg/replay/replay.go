@@ -46,6 +46,9 @@ type Inputs struct {
 	Order      string  `json:"order"`
 	Seed       int64   `json:"seed"`
 	AllNodes   bool    `json:"all_nodes"`
+	// Devices is plugin or dra (EngineOptions.Devices); empty in results
+	// written before DRA mode, which were plugin.
+	Devices string `json:"devices,omitempty"`
 }
 
 // Result is the replay of every policy: the JSON of --json.
@@ -110,6 +113,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			Order:      string(cfg.Arrival.Order),
 			Seed:       cfg.Arrival.Seed,
 			AllNodes:   cfg.Engine.AllNodes,
+			Devices:    string(cfg.Engine.Devices),
 		},
 	}
 	for _, pol := range cfg.Policies {

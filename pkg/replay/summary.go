@@ -39,6 +39,10 @@ func WriteSummary(w io.Writer, results []*Result) error {
 	}
 	for _, res := range results {
 		trace := strings.TrimSuffix(strings.TrimPrefix(res.Inputs.Pods, "openb_pod_list_"), ".csv")
+		if res.Inputs.Devices == string(DevicesDRA) {
+			// The same trace with its GPUs in ResourceSlices: a row of its own.
+			trace += " (DRA)"
+		}
 		for _, p := range res.Policies {
 			r := find(trace, p.Name)
 			r.seeds = append(r.seeds, res.Inputs.Seed)
