@@ -154,7 +154,7 @@ test-perf-short: $(BIN)/etcd ## scheduler_perf 500-node workloads, both profiles
 		| tee $(abspath $(PERF_SHORT_DIR))/go-test.log | $(PERF_PROGRESS) \
 		|| { echo "test-perf-short failed; the end of $(PERF_SHORT_DIR)/go-test.log:"; tail -n 60 $(abspath $(PERF_SHORT_DIR))/go-test.log; exit 1; }
 	@echo "test-perf-short passed. 500 nodes are a correctness run: the throughput figures below are noise."
-	$(GO) run ./test/perf/benchsummary -ratio GPUFleet/500Nodes $(PERF_SHORT_DIR)/*.json
+	$(GO) run ./test/perf/benchsummary -ratio GPUFleet/500Nodes -dra-ratio DRAFleet/200Nodes $(PERF_SHORT_DIR)/*.json
 
 bench: $(BIN)/etcd ## scheduler_perf 5000-node comparison + micro-benchmarks: table, JSON in bench/, the devicefit/default ratio
 	@mkdir -p $(BENCH_DIR); touch $(BENCH_DIR)/.start

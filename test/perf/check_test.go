@@ -55,8 +55,12 @@ type placementCheck struct {
 	// the annotations.
 	SelectorViolations int `json:"selectorViolations"`
 	// Overcommitted counts node/resource pairs whose bound pods request more
-	// devices than the node has: never allowed, under either profile.
+	// devices than the node has, and violations of the DRA invariant (a
+	// device in two claims, a shared counter over its value): never
+	// allowed, under either profile.
 	Overcommitted int `json:"overcommitted"`
+	// DRADevices is the devices claims hold.
+	DRADevices int `json:"draDevices,omitempty"`
 }
 
 // runExtras collects the extras of every workload of one benchmark run.
@@ -126,7 +130,11 @@ func (r *runExtras) write(dir string) error {
 // checkPlacement lists every node and pod and checks the bound device pods:
 // no node has more devices requested than allocatable, and a devicefit pod
 // sits only where its selector admits the devices (the same pkg/devices
-// functions DeviceFit uses, applied to what the API server holds).
+// functions DeviceFit uses, applied to what the API server holds). Devices
+// served from ResourceSlices (a node without the resource in allocatable)
+// are checked through the claims: the DRA invariant
+// (devices.DRAAllocationProblems) and the selector on the devices the pod's
+// claim holds.
 func checkPlacement(ctx context.Context, client clientset.Interface) (placementCheck, error) {
 	c := placementCheck{BoundByNamespace: map[string]int{}}
 	set, err := devices.NewResourceSet(devices.DefaultResourcePatterns())
@@ -144,6 +152,10 @@ func checkPlacement(ctx context.Context, client clientset.Interface) (placementC
 	byName := make(map[string]*v1.Node, len(nodes.Items))
 	for i := range nodes.Items {
 		byName[nodes.Items[i].Name] = &nodes.Items[i]
+	}
+	dra, err := readDRA(ctx, client)
+	if err != nil {
+		return c, err
 	}
 	type nodeResource struct {
 		node     string
@@ -168,10 +180,19 @@ func checkPlacement(ctx context.Context, client clientset.Interface) (placementC
 			continue
 		}
 		c.DevicePods++
+		var fromSlices bool
 		for _, r := range demand {
+			if _, ok := node.Status.Allocatable[r.Name]; !ok && dra.inv != nil {
+				fromSlices = true
+				continue
+			}
 			requested[nodeResource{node.Name, r.Name}] += r.Count
 		}
-		if mismatch := selectorMismatch(pod, node, demand); mismatch != "" {
+		mismatch := selectorMismatch(pod, node, demand)
+		if fromSlices {
+			mismatch = dra.selectorMismatch(pod)
+		}
+		if mismatch != "" {
 			c.SelectorViolations++
 			if pod.Spec.SchedulerName == devicefitSchedulerName && len(errs) < 10 {
 				errs = append(errs, fmt.Sprintf("pod %s/%s on node %s: %s", pod.Namespace, pod.Name, node.Name, mismatch))
@@ -186,6 +207,12 @@ func checkPlacement(ctx context.Context, client clientset.Interface) (placementC
 				errs = append(errs, fmt.Sprintf("node %s: %d %s requested, %d allocatable", nr.node, n, nr.resource, q.Value()))
 			}
 		}
+	}
+	if dra.inv != nil {
+		problems, held := devices.DRAAllocationProblems(dra.slices, dra.claims)
+		c.DRADevices = held
+		c.Overcommitted += len(problems)
+		errs = append(errs, problems...)
 	}
 	if len(errs) > 0 {
 		return c, fmt.Errorf("%s", strings.Join(errs, "; "))

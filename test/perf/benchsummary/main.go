@@ -32,6 +32,10 @@ import (
 // defaultRatio is the comparison of docs/performance.md and the issue.
 const defaultRatio = "GPUFleet/5000Nodes_10000Pods"
 
+// defaultDRARatio is the DRA case of `make bench`: DRA-backed extended
+// resources on a mixed fleet.
+const defaultDRARatio = "DRAFleet/1000Nodes_1500Pods"
+
 const (
 	profileDefault   = "Default"
 	profileDeviceFit = "DeviceFit"
@@ -76,6 +80,7 @@ type run struct {
 func main() {
 	micro := flag.String("micro", "", "file with the output of the Go micro-benchmarks (go test -bench)")
 	ratioOf := flag.String("ratio", defaultRatio, "workload (shape/name) whose throughput ratio ends the output")
+	draRatioOf := flag.String("dra-ratio", defaultDRARatio, "workload (shape/name) of the DRA case, whose throughput ratio comes before the last line (empty: none)")
 	flag.Parse()
 	runs := map[key]*run{}
 	var profiles []string
@@ -101,8 +106,15 @@ func main() {
 			fmt.Fprintf(os.Stderr, "benchsummary: %v\n", err)
 		}
 	}
-	r, found := ratio(runs, *ratioOf, "SchedulingThroughput", "Average")
 	fmt.Fprintln(w)
+	if *draRatioOf != "" {
+		if r, found := ratio(runs, *draRatioOf, "SchedulingThroughput", "Average"); found {
+			fmt.Fprintf(w, "DRA devicefit/default throughput ratio: %.2f (%s)\n", r, *draRatioOf)
+		} else {
+			fmt.Fprintf(w, "DRA devicefit/default throughput ratio: n/a (no %s data for both profiles)\n", *draRatioOf)
+		}
+	}
+	r, found := ratio(runs, *ratioOf, "SchedulingThroughput", "Average")
 	label := "devicefit/default throughput ratio"
 	if *ratioOf != defaultRatio {
 		label += " (" + *ratioOf + ")"
