@@ -18,6 +18,7 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/kubernetes/test/utils/client-go/ktesting"
 
+	"github.com/devicefit/devicefit/internal/e2eutil"
 	"github.com/devicefit/devicefit/pkg/devices"
 )
 
@@ -153,7 +154,7 @@ func checkPlacement(ctx context.Context, client clientset.Interface) (placementC
 	for i := range nodes.Items {
 		byName[nodes.Items[i].Name] = &nodes.Items[i]
 	}
-	dra, err := readDRA(ctx, client)
+	dra, err := e2eutil.ReadDRA(ctx, client)
 	if err != nil {
 		return c, err
 	}
@@ -180,17 +181,22 @@ func checkPlacement(ctx context.Context, client clientset.Interface) (placementC
 			continue
 		}
 		c.DevicePods++
-		var fromSlices bool
+		mismatch := ""
+		var fromLabels devices.Demand
 		for _, r := range demand {
-			if _, ok := node.Status.Allocatable[r.Name]; !ok && dra.inv != nil {
-				fromSlices = true
+			if dra.FromSlices(node, r.Name) {
+				// Checked through the claims: the invariant below, and the
+				// selector on the devices the pod's claim holds.
+				if m, why := dra.SelectorMismatch(pod, r.Name); why != devices.Match || m != "" {
+					mismatch = fmt.Sprintf("%s: %s %s", r.Name, mismatchNames[why], m)
+				}
 				continue
 			}
 			requested[nodeResource{node.Name, r.Name}] += r.Count
+			fromLabels = append(fromLabels, r)
 		}
-		mismatch := selectorMismatch(pod, node, demand)
-		if fromSlices {
-			mismatch = dra.selectorMismatch(pod)
+		if mismatch == "" && len(fromLabels) > 0 {
+			mismatch = selectorMismatch(pod, node, fromLabels)
 		}
 		if mismatch != "" {
 			c.SelectorViolations++
@@ -208,12 +214,10 @@ func checkPlacement(ctx context.Context, client clientset.Interface) (placementC
 			}
 		}
 	}
-	if dra.inv != nil {
-		problems, held := devices.DRAAllocationProblems(dra.slices, dra.claims)
-		c.DRADevices = held
-		c.Overcommitted += len(problems)
-		errs = append(errs, problems...)
-	}
+	problems, held := dra.Problems()
+	c.DRADevices = held
+	c.Overcommitted += len(problems)
+	errs = append(errs, problems...)
 	if len(errs) > 0 {
 		return c, fmt.Errorf("%s", strings.Join(errs, "; "))
 	}
