@@ -26,7 +26,7 @@ LOCALUP_FLAGS ?=
 UNIT_TIMEOUT ?= 20m
 INTEGRATION_TIMEOUT ?= 60m
 E2E_TIMEOUT ?= 20m
-FAULTS_TIMEOUT ?= 20m
+FAULTS_TIMEOUT ?= 30m
 # The newest prometheus-operator the module proxy serves here; only its CRDs
 # are used (test-e2e), it is not a Go dependency.
 PROMETHEUS_OPERATOR_VERSION ?= v0.76.0

@@ -22,6 +22,9 @@ const (
 	failoverPods   = 2000
 	failoverNodes  = 12 // of each of the two products
 	failoverKillAt = 500
+	// failoverDRAPods of the stream go to the DRA nodes (32 GPUs): half
+	// asking nvidia.com/gpu, half with a claim.
+	failoverDRAPods = 24
 )
 
 // TestLeaderFailover: two scheduler replicas, as the manifests' Deployment
@@ -40,6 +43,9 @@ func TestLeaderFailover(t *testing.T) {
 			timeSliced(fmt.Sprintf("failover-a10g-%d", i), "NVIDIA-A10G", 23028, 8, 6, 8, 16, "ampere"))
 	}
 	registerNodes(t, group, nodes...)
+	// DRA nodes (4 x 8 H100 in slices) and, among the stream, pods that
+	// only they can serve: DRA-backed nvidia.com/gpu and claims.
+	registerDRANodes(t, group, "failover-dra", 4)
 	cfg := schedulerConfig(t, "failover", fastLease)
 	a := startScheduler(t, cfg, "scheduler-failover-a")
 	b := startScheduler(t, cfg, "scheduler-failover-b")
@@ -68,6 +74,9 @@ func TestLeaderFailover(t *testing.T) {
 			pods = append(pods, smallPod(ns, group, name, resourceGPU, 1))
 		}
 	}
+	createClaimTemplate(t, ns)
+	dra := draPods(ns, group, failoverDRAPods/2, failoverDRAPods/2)
+	pods = interleave(pods, dra)
 	ctx := testContext(t, 10*time.Minute)
 	created := createPodsInBackground(t, ctx, pods)
 
@@ -123,8 +132,24 @@ func TestLeaderFailover(t *testing.T) {
 	}
 
 	created()
-	checkInvariants(t, w, expect{namespace: ns, alive: []*scheduler{standby}, wait: 5 * time.Minute})
-	t.Logf("all %d pods bound %.1fs after the kill", failoverPods, time.Since(killed).Seconds())
+	// 7 minutes, not 5: a DRA-backed pod whose binding the killed leader
+	// had begun holds the claim that leader created for its nvidia.com/gpu
+	// (PreBind writes it before the binding). The new leader's
+	// DynamicResources finds that claim, deletes it ("deletion of
+	// ResourceClaim completed") and rejects the pod for the cycle; no
+	// queueing hint requeues the pod on that deletion (upstream, v1.37.2),
+	// so it waits for the 5-minute flush of unschedulable pods, then binds.
+	checkInvariants(t, w, expect{namespace: ns, alive: []*scheduler{standby}, wait: 7 * time.Minute})
+	t.Logf("all %d pods bound %.1fs after the kill", len(pods), time.Since(killed).Seconds())
+
+	// The DRA pods leave; kube-controller-manager deletes their claims, so
+	// no device stays held for a pod that is gone.
+	var draNames []string
+	for _, p := range dra {
+		draNames = append(draNames, p.Name)
+	}
+	deletePods(t, ns, draNames...)
+	waitClaimsGone(t, ns)
 
 	// The new leader's device gauges, from its own caches, count every
 	// device bound, by either leader (one per pod).

@@ -300,6 +300,10 @@ func findViolations(t *testing.T, w *podWatch, e expect) (*checked, []string, st
 	for i := range nodeList.Items {
 		nodes[nodeList.Items[i].Name] = &nodeList.Items[i]
 	}
+	dra, err := e2eutil.ReadDRA(ctx, cs)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	// Capacity, per node and resource.
 	type holder struct {
@@ -333,6 +337,10 @@ func findViolations(t *testing.T, w *podWatch, e expect) (*checked, []string, st
 		requests := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
 		requests[v1.ResourcePods] = *resource.NewQuantity(1, resource.DecimalSI)
 		for r, q := range requests {
+			if set.Contains(r) && dra.FromSlices(n, r) {
+				// Served from slices: the claims' invariant below.
+				continue
+			}
 			if r == v1.ResourceCPU || r == v1.ResourceMemory || r == v1.ResourcePods || set.Contains(r) {
 				if !q.IsZero() {
 					k := key{p.Spec.NodeName, r}
@@ -341,7 +349,7 @@ func findViolations(t *testing.T, w *podWatch, e expect) (*checked, []string, st
 			}
 		}
 		if !old {
-			if why := misplaced(p, n, set); why != "" {
+			if why := misplaced(p, n, set, dra); why != "" {
 				violations = append(violations, fmt.Sprintf("pod %s/%s on node %s: %s", p.Namespace, p.Name, n.Name, why))
 			}
 		}
@@ -392,8 +400,30 @@ func findViolations(t *testing.T, w *podWatch, e expect) (*checked, []string, st
 	w.mu.Unlock()
 	events, eventViolations := scheduledEvents(t, ctx, e, all)
 	violations = append(violations, eventViolations...)
-	summary := fmt.Sprintf("%d nodes, %d bound pods (%d grandfathered), %d (node, resource) pairs; %s",
-		len(nodes), bound, grandfathered, len(keys), events)
+
+	// DRA: no device in two claims, no counter over its value, and no
+	// claim reserved for a pod that is gone once kube-controller-manager
+	// had a moment (the pods of earlier tests are deleted when they end).
+	draProblems, draHeld := dra.Problems()
+	violations = append(violations, draProblems...)
+	alive := map[types.UID]bool{}
+	for _, p := range all {
+		alive[p.UID] = true
+	}
+	var stale []string
+	err = wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+		d, err := e2eutil.ReadDRA(ctx, cs)
+		if err != nil {
+			return false, nil
+		}
+		stale = d.ReservedForGone(alive)
+		return len(stale) == 0, nil
+	})
+	if err != nil {
+		violations = append(violations, stale...)
+	}
+	summary := fmt.Sprintf("%d nodes, %d bound pods (%d grandfathered), %d (node, resource) pairs, %d DRA devices in claims; %s",
+		len(nodes), bound, grandfathered, len(keys), draHeld, events)
 	return &checked{pods: all, nodes: nodes}, violations, summary
 }
 
@@ -517,7 +547,10 @@ func assignedNode(note string) string {
 // misplaced says why node n should not hold pod p, or "": its nodeSelector,
 // and the devicefit.io selector (and MIG setup) for each device it requests,
 // judged with pkg/devices against the node's labels now.
-func misplaced(p *v1.Pod, n *v1.Node, set devices.ResourceSet) string {
+//
+// Devices the node serves from ResourceSlices are judged by the devices the
+// pod's claims hold there.
+func misplaced(p *v1.Pod, n *v1.Node, set devices.ResourceSet, dra *e2eutil.DRA) string {
 	for k, v := range p.Spec.NodeSelector {
 		if n.Labels[k] != v {
 			return fmt.Sprintf("nodeSelector %s=%s, node label %q", k, v, n.Labels[k])
@@ -525,6 +558,9 @@ func misplaced(p *v1.Pod, n *v1.Node, set devices.ResourceSet) string {
 	}
 	if p.Spec.SchedulerName != e2eutil.SchedulerName {
 		return ""
+	}
+	if len(p.Spec.ResourceClaims) > 0 && len(dra.PodDevices(p)) == 0 {
+		return "bound, but its claims hold no device"
 	}
 	demand, err := devices.PodDemand(p, set)
 	if err != nil {
@@ -538,6 +574,13 @@ func misplaced(p *v1.Pod, n *v1.Node, set devices.ResourceSet) string {
 		return fmt.Sprintf("bound although its annotations are invalid: %v", err)
 	}
 	for _, r := range demand {
+		if dra.FromSlices(n, r.Name) {
+			if where, m := dra.SelectorMismatch(p, r.Name); m != devices.Match || where != "" {
+				return fmt.Sprintf("%d %s from slices with annotations %v: %s %s",
+					r.Count, r.Name, devices.SelectorAnnotations(p.Annotations), mismatchNames[m], where)
+			}
+			continue
+		}
 		labels := devices.NewDeviceLabels(r.Name)
 		d := labels.Describe(n.Labels)
 		if m := sel.Match(&labels, d); m != devices.Match {

@@ -28,6 +28,7 @@
 //   - invariants_test.go checkInvariants, the one checker every test ends with, and the pod watch it reads
 //   - scheduler_test.go  scheduler processes, the lease, the scheduler's own /metrics (leader, queue, device gauges)
 //   - fleet_test.go      node groups, pods, namespaces
+//   - dra_test.go        DRA nodes (ResourceSlices), DRA-backed and claim pods, kube-controller-manager
 //
 // Each test registers nodes of its own group (label faults.devicefit.io/group)
 // and its pods select that group, so that the tests' pods never compete for
@@ -98,6 +99,16 @@ func run(m *testing.M) int {
 		return 1
 	}
 	fmt.Printf("test/e2e/faults: %d objects of %s applied\n", len(objects), manifests)
+	// DRA needs the resourceclaim controller (claims from templates, claims
+	// of pods that are gone released) and the garbage collector (the
+	// scheduler's claims for DRA-backed extended resources deleted with
+	// their pods); the DeviceClass serves nvidia.com/gpu from the DRA nodes'
+	// slices (fleet_test.go, registerDRANodes).
+	if err := setUpDRA(ctx, cp); err != nil {
+		cp.Stop()
+		fmt.Fprintf(os.Stderr, "test/e2e/faults: %v\ntest/e2e/faults: logs kept in %s\n", err, dir)
+		return 1
+	}
 
 	code := m.Run()
 

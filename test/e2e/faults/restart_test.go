@@ -29,6 +29,8 @@ func TestSchedulerRestart(t *testing.T) {
 		nodes = append(nodes, timeSliced(fmt.Sprintf("restart-l40s-%d", i), "NVIDIA-L40S", 46068, 8, 9, 8, 16, "ada-lovelace"))
 	}
 	registerNodes(t, group, nodes...)
+	// 16 H100 in slices for the DRA pods of each case.
+	registerDRANodes(t, group, "restart-dra", 2)
 	cfg := schedulerConfig(t, "restart", fastLease)
 
 	for _, tc := range []struct {
@@ -46,6 +48,8 @@ func TestSchedulerRestart(t *testing.T) {
 			for i := 0; i < restartPods; i++ {
 				pods = append(pods, smallPod(ns, group, fmt.Sprintf("pod-%04d", i), resourceGPU, int64(1+i%2)))
 			}
+			createClaimTemplate(t, ns)
+			pods = interleave(pods, draPods(ns, group, 4, 4))
 			created := createPodsInBackground(t, testContext(t, 5*time.Minute), pods)
 			w.waitBoundIn(t, ns, restartStopAt, 3*time.Minute, first)
 
