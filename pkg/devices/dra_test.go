@@ -9,23 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-)
 
-// nvidiaGPU is a device as NVIDIA's DRA driver publishes a whole GPU.
-func nvidiaGPU(name, product, arch, compute string, memory string) resourceapi.Device {
-	return resourceapi.Device{
-		Name: name,
-		Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
-			"type":                  {StringValue: ptr.To("gpu")},
-			"productName":           {StringValue: ptr.To(product)},
-			"architecture":          {StringValue: ptr.To(arch)},
-			"cudaComputeCapability": {VersionValue: ptr.To(compute)},
-		},
-		Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{
-			"memory": {Value: resource.MustParse(memory)},
-		},
-	}
-}
+	"github.com/devicefit/devicefit/internal/nvdra"
+)
 
 func TestSanitiseProduct(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
@@ -44,7 +30,7 @@ func TestSanitiseProduct(t *testing.T) {
 }
 
 func TestDescribeDRADevice(t *testing.T) {
-	mig := nvidiaGPU("gpu-0-mig-9-0-1", "NVIDIA A100-SXM4-40GB", "Ampere", "8.0.0", "4864Mi")
+	mig := nvdra.GPU("gpu-0-mig-9-0-1", "NVIDIA A100-SXM4-40GB", "Ampere", "8.0.0", "4864Mi")
 	mig.Attributes["type"] = resourceapi.DeviceAttribute{StringValue: ptr.To("mig")}
 	mig.Attributes["profile"] = resourceapi.DeviceAttribute{StringValue: ptr.To("1g.5gb")}
 	qualified := resourceapi.Device{
@@ -55,17 +41,17 @@ func TestDescribeDRADevice(t *testing.T) {
 		},
 		Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{"gpu.nvidia.com/memory": {Value: resource.MustParse("80Gi")}},
 	}
-	shared := nvidiaGPU("gpu-2", "NVIDIA L4", "Ada Lovelace", "8.9.0", "24Gi")
+	shared := nvdra.GPU("gpu-2", "NVIDIA L4", "Ada Lovelace", "8.9.0", "24Gi")
 	shared.AllowMultipleAllocations = ptr.To(true)
-	badCompute := nvidiaGPU("gpu-3", "NVIDIA L4", "Ada Lovelace", "eight", "24Gi")
-	other := nvidiaGPU("gpu-0", "NVIDIA L4", "Ada Lovelace", "8.9.0", "24Gi")
+	badCompute := nvdra.GPU("gpu-3", "NVIDIA L4", "Ada Lovelace", "eight", "24Gi")
+	other := nvdra.GPU("gpu-0", "NVIDIA L4", "Ada Lovelace", "8.9.0", "24Gi")
 	for _, tc := range []struct {
 		name   string
 		driver string
 		dev    *resourceapi.Device
 		want   Device
 	}{
-		{"whole GPU", NVIDIADRADriver, ptr.To(nvidiaGPU("gpu-0", "NVIDIA L40S", "Ada Lovelace", "8.9.0", "46068Mi")),
+		{"whole GPU", NVIDIADRADriver, ptr.To(nvdra.GPU("gpu-0", "NVIDIA L40S", "Ada Lovelace", "8.9.0", "46068Mi")),
 			Device{Product: "NVIDIA-L40S", Family: "ada-lovelace", Compute: Compute{8, 9}, HasCompute: true, MemoryMiB: 46068}},
 		{"MIG device: a product of its own, as GFD's single strategy names it", NVIDIADRADriver, &mig,
 			Device{Product: "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb", Family: "ampere", Compute: Compute{8, 0}, HasCompute: true, MemoryMiB: 4864}},
@@ -93,7 +79,7 @@ func TestDescribeDRADevice(t *testing.T) {
 	}
 	labels := NewDeviceLabels(NVIDIAGPU)
 	gfd := labels.Describe(map[string]string{LabelGPUProduct: "NVIDIA-L40S", LabelGPUFamily: "ada-lovelace"})
-	dra := DescribeDRADevice(NVIDIADRADriver, ptr.To(nvidiaGPU("gpu-0", "NVIDIA L40S", "Ada Lovelace", "8.9.0", "46068Mi")))
+	dra := DescribeDRADevice(NVIDIADRADriver, ptr.To(nvdra.GPU("gpu-0", "NVIDIA L40S", "Ada Lovelace", "8.9.0", "46068Mi")))
 	if sel.Match(&labels, gfd) != Match || sel.Match(&labels, dra) != Match {
 		t.Errorf("devicefit.io/products NVIDIA-L40S must select the GFD node (%v) and the DRA device (%v)",
 			sel.Match(&labels, gfd), sel.Match(&labels, dra))

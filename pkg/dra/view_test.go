@@ -12,19 +12,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/devicefit/devicefit/internal/nvdra"
 	"github.com/devicefit/devicefit/pkg/devices"
 )
 
 const driver = devices.NVIDIADRADriver
-
-func class(name, expr, extended string) *resourceapi.DeviceClass {
-	c := &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: expr}}}}}
-	if extended != "" {
-		c.Spec.ExtendedResourceName = ptr.To(extended)
-	}
-	return c
-}
 
 func gpu(name, typ, product string, memory string, counters map[string]string) resourceapi.Device {
 	d := resourceapi.Device{Name: name,
@@ -50,17 +42,6 @@ func nodeSlice(node string, devs ...resourceapi.Device) *resourceapi.ResourceSli
 	return &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: node},
 		Spec: resourceapi.ResourceSliceSpec{Driver: driver, NodeName: ptr.To(node),
 			Pool: resourceapi.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1}, Devices: devs}}
-}
-
-func allocated(name, ns string, results ...string) *resourceapi.ResourceClaim {
-	c := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
-	c.Status.Allocation = &resourceapi.AllocationResult{}
-	for _, r := range results {
-		pool, dev, _ := strings.Cut(r, "/")
-		c.Status.Allocation.Devices.Results = append(c.Status.Allocation.Devices.Results,
-			resourceapi.DeviceRequestAllocationResult{Request: "r", Driver: driver, Pool: pool, Device: dev})
-	}
-	return c
 }
 
 func TestView(t *testing.T) {
@@ -93,11 +74,11 @@ func TestView(t *testing.T) {
 	m := &Objects{
 		Slices: []*resourceapi.ResourceSlice{mixed, part, counters},
 		Classes: []*resourceapi.DeviceClass{
-			class("gpu.nvidia.com", `device.driver == "gpu.nvidia.com" && device.attributes["gpu.nvidia.com"].type == "gpu"`, "nvidia.com/gpu"),
-			class("mig.nvidia.com", `device.attributes["gpu.nvidia.com"].type == "mig"`, ""),
-			class("broken", `device.attributes["gpu.nvidia.com"].nosuch.startsWith(`, ""),
+			nvdra.Class("gpu.nvidia.com", `device.driver == "gpu.nvidia.com" && device.attributes["gpu.nvidia.com"].type == "gpu"`, "nvidia.com/gpu"),
+			nvdra.Class("mig.nvidia.com", `device.attributes["gpu.nvidia.com"].type == "mig"`, ""),
+			nvdra.Class("broken", `device.attributes["gpu.nvidia.com"].nosuch.startsWith(`, ""),
 		},
-		Claims: []*resourceapi.ResourceClaim{allocated("other", "ns", "mixed/gpu-0"), migClaim, allocated("shared", "ns", "mixed/gpu-3")},
+		Claims: []*resourceapi.ResourceClaim{nvdra.Allocated("ns", "other", "mixed/gpu-0"), migClaim, nvdra.Allocated("ns", "shared", "mixed/gpu-3")},
 	}
 	tr := NewTracker()
 	ctx := context.Background()

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -85,7 +86,7 @@ func testDRASelectors(t *testing.T, c *cluster) {
 		t.Helper()
 		p := c.createPod(t, ns, podSpec{name: tc.name, devices: devs(gpu, 2), annotations: tc.annotations, nodeSelector: pool})
 		node := c.waitForBound(t, p)
-		if !contains(tc.nodes, node) {
+		if !slices.Contains(tc.nodes, node) {
 			t.Errorf("%s: bound to %s, want one of %v", tc.name, node, tc.nodes)
 		}
 		for _, d := range c.podDevices(t, p) {
@@ -273,15 +274,6 @@ func pinned(selector map[string]string, node string) map[string]string {
 		out[k] = v
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // createDRA creates slices and classes, deleted when t ends.

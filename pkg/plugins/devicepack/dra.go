@@ -110,10 +110,7 @@ func (pl *DevicePack) prepareDRA(v *dra.View, reqs []dra.Request, s *preScoreSta
 		a, r := ni.GetAllocatable(), ni.GetRequested()
 		dn.freeCPU, dn.freeMem = a.GetMilliCPU()-r.GetMilliCPU(), a.GetMemory()-r.GetMemory()
 		for i, e := range before {
-			de := draEntry{resource: e.Resource, device: e.Device, kind: devices.NoKind, total: e.Total, before: e.Free, after: e.Free, size: e.Size}
-			if e.Kind >= 0 && e.Kind < len(kindMap) {
-				de.kind = kindMap[e.Kind]
-			}
+			de := draEntry{resource: e.Resource, device: e.Device, kind: mapKind(kindMap, e.Kind), total: e.Total, before: e.Free, after: e.Free, size: e.Size}
 			if len(after) == len(before) {
 				de.after = after[i].Free
 				for _, p := range picks {
@@ -127,16 +124,7 @@ func (pl *DevicePack) prepareDRA(v *dra.View, reqs []dra.Request, s *preScoreSta
 				continue
 			}
 			withDevices = true
-			if de.kind == devices.NoKind {
-				s.maxValue = max(s.maxValue, pl.value(e.Device))
-				continue
-			}
-			k := &s.kinds[de.kind]
-			if !k.candidate {
-				k.value, k.candidate = pl.value(e.Device), true
-				s.maxValue = max(s.maxValue, k.value)
-			}
-			if !all {
+			if k := pl.candidateKind(s, de.kind, e.Device); k != nil && !all {
 				k.free += e.Free
 			}
 		}

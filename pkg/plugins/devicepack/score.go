@@ -159,17 +159,7 @@ func (pl *DevicePack) PreScore(ctx context.Context, cycleState fwk.CycleState, p
 				continue
 			}
 			withDevices = true
-			if d.Kind == devices.NoKind {
-				s.maxValue = max(s.maxValue, pl.value(d.Device))
-				continue
-			}
-			k := &s.kinds[d.Kind]
-			if !k.candidate {
-				// The value depends on the kind alone: match productValues once.
-				k.value, k.candidate = pl.value(d.Device), true
-				s.maxValue = max(s.maxValue, k.value)
-			}
-			if all == nil {
+			if k := pl.candidateKind(s, d.Kind, d.Device); k != nil && all == nil {
 				k.free += max(a-req[d.Resource], 0)
 			}
 		}
@@ -190,6 +180,23 @@ func (pl *DevicePack) PreScore(ctx context.Context, cycleState fwk.CycleState, p
 	}
 	cycleState.Write(preScoreStateKey, s)
 	return nil
+}
+
+// candidateKind notes that a candidate has devices of kind (with facts d):
+// the largest product value so far, and the kind's value, matched against
+// productValues once per kind (it depends on the kind alone). It returns
+// the kind's info, nil for a device past the kind bound (NoKind).
+func (pl *DevicePack) candidateKind(s *preScoreState, kind int, d devices.Device) *kindInfo {
+	if kind < 0 || kind >= len(s.kinds) {
+		s.maxValue = max(s.maxValue, pl.value(d))
+		return nil
+	}
+	k := &s.kinds[kind]
+	if !k.candidate {
+		k.value, k.candidate = pl.value(d), true
+		s.maxValue = max(s.maxValue, k.value)
+	}
+	return k
 }
 
 // allNodes returns the snapshot's nodes, refreshed into pl.allScratch, when
