@@ -15,6 +15,10 @@ import (
 
 	"github.com/devicefit/devicefit/pkg/devices"
 	"github.com/devicefit/devicefit/pkg/metrics"
+	resourceapi "k8s.io/api/resource/v1"
+
+	"github.com/devicefit/devicefit/internal/nvdra"
+	"github.com/devicefit/devicefit/pkg/dra"
 )
 
 const (
@@ -227,5 +231,34 @@ func TestPrinterRejectsUnknownOutput(t *testing.T) {
 	err := p.Validate()
 	if err == nil || !strings.Contains(err.Error(), "-o xml") || !strings.Contains(err.Error(), "table, wide") {
 		t.Errorf("want an error naming -o xml and the allowed formats, got %v", err)
+	}
+}
+
+// TestBuildInventoryWithDRA: the DRA entries of the objects the API server
+// holds (DRAEntries over slices, classes and claims) join the device-plugin
+// rows under the class's extended resource name and the devices' product.
+func TestBuildInventoryWithDRA(t *testing.T) {
+	objects := &dra.Objects{
+		Slices:  []*resourceapi.ResourceSlice{nvdra.NodeSlice("dra-0", nvdra.GPUs(0, 8, "NVIDIA H100 80GB HBM3", "Hopper", "9.0.0", "80Gi")...)},
+		Classes: []*resourceapi.DeviceClass{nvdra.Class("gpu.nvidia.com", nvdra.WholeGPUs, "nvidia.com/gpu")},
+		Claims:  []*resourceapi.ResourceClaim{nvdra.Allocated("ns", "held", "dra-0/gpu-0", "dra-0/gpu-1")},
+	}
+	entries, err := DRAEntries(objects)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, pods := fleet()
+	draNode := &v1.Node{}
+	draNode.Name = "dra-0"
+	inv := BuildInventory(append(nodes, draNode), pods, resourceSet(t), nil, entries, ByProduct)
+	var h100Row *InventoryRow
+	for i := range inv.Rows {
+		if inv.Rows[i].Product == h100 {
+			h100Row = &inv.Rows[i]
+		}
+	}
+	want := InventoryRow{Resource: "nvidia.com/gpu", Product: h100, Nodes: 3, Allocatable: 24, Allocated: 6, Free: 18, Physical: 16}
+	if h100Row == nil || *h100Row != want {
+		t.Errorf("H100 row with the DRA node: got %+v, want %+v", h100Row, want)
 	}
 }
