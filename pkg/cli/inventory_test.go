@@ -11,14 +11,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
-	"github.com/devicefit/devicefit/pkg/devices"
-	"github.com/devicefit/devicefit/pkg/metrics"
-	resourceapi "k8s.io/api/resource/v1"
-
 	"github.com/devicefit/devicefit/internal/nvdra"
+	"github.com/devicefit/devicefit/pkg/devices"
 	"github.com/devicefit/devicefit/pkg/dra"
+	"github.com/devicefit/devicefit/pkg/metrics"
 )
 
 const (
