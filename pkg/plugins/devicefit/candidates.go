@@ -83,12 +83,16 @@ func (s *preFilterState) scan(pod *v1.Pod, nodes []fwk.NodeInfo) {
 	}
 	s.offers = make([]offer, len(s.demand))
 	s.admitted = make([]bool, len(nodes))
+	if !s.deviceFree {
+		s.free = make([]int64, len(s.kinds))
+	}
 	var dn []draNode
 	if s.dra != nil {
 		dn = make([]draNode, len(s.demand))
 	}
 	for j, ni := range nodes {
 		e := s.entries[j]
+		s.addFree(ni, e)
 		for i, r := range s.demand {
 			if s.draServedOn(ni, i) {
 				n, ok := s.judgeDRA(ni.Node().Name, i)
@@ -129,6 +133,26 @@ func (s *preFilterState) scan(pod *v1.Pod, nodes []fwk.NodeInfo) {
 			s.numAdmitted++
 		}
 		s.left[why]++
+	}
+}
+
+// addFree adds the node's free devices to s.free, by kind: what DevicePack
+// counts for scarcity over the whole cluster, gathered on this walk so
+// that it need not walk again (pkg/plugins/shared).
+func (s *preFilterState) addFree(ni fwk.NodeInfo, e *devices.NodeDevices) {
+	if s.free == nil || e == nil || len(e.Devices) == 0 {
+		return
+	}
+	var req map[v1.ResourceName]int64
+	for i := range e.Devices {
+		d := &e.Devices[i]
+		if d.Allocatable <= 0 || d.Kind < 0 || d.Kind >= len(s.free) {
+			continue
+		}
+		if req == nil {
+			req = ni.GetRequested().GetScalarResources()
+		}
+		s.free[d.Kind] += max(d.Allocatable-req[d.Resource], 0)
 	}
 }
 

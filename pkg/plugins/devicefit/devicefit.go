@@ -26,6 +26,7 @@ import (
 	"github.com/devicefit/devicefit/pkg/devices"
 	"github.com/devicefit/devicefit/pkg/dra"
 	"github.com/devicefit/devicefit/pkg/metrics"
+	"github.com/devicefit/devicefit/pkg/plugins/shared"
 )
 
 // Name is the plugin name in KubeSchedulerConfiguration profiles.
@@ -73,6 +74,8 @@ type DeviceFit struct {
 	nodes corelisters.NodeLister
 	// dra keeps the DRA inventory and class verdicts between cycles.
 	dra *dra.Tracker
+	// resourcesKey names the device resources (shared.ResourcesKey).
+	resourcesKey string
 }
 
 // New builds DeviceFit from its args. It validates them again: tests and
@@ -94,6 +97,7 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 		resources:                set,
 		cache:                    devices.NewNodeCache(set),
 		dra:                      dra.NewTracker(),
+		resourcesKey:             shared.ResourcesKey(args.DeviceResources),
 		policy:                   args.DeviceNodePolicy,
 		allowedCounts:            slices.Sorted(slices.Values(args.AllowedCounts)),
 		draExtendedResources:     enabled(features.DRAExtendedResource),

@@ -13,6 +13,7 @@ import (
 	"github.com/devicefit/devicefit/pkg/apis/config"
 	"github.com/devicefit/devicefit/pkg/devices"
 	"github.com/devicefit/devicefit/pkg/metrics"
+	"github.com/devicefit/devicefit/pkg/plugins/shared"
 )
 
 // PreFilter validates the pod's device requests and selector once per cycle,
@@ -34,6 +35,9 @@ func (pl *DeviceFit) PreFilter(ctx context.Context, cycleState fwk.CycleState, p
 		return nil, status
 	}
 	cycleState.Write(preFilterStateKey, s)
+	if s.free != nil {
+		cycleState.Write(shared.Key, &shared.Nodes{Cache: pl.cache, Resources: pl.resourcesKey, Free: s.free})
+	}
 	res := pl.candidates(klog.FromContext(ctx), s, pod, nodes)
 	// Filter must not use the entries: the next cycle reuses the slice.
 	s.entries, s.admitted, s.view, s.picks = nil, nil, nil, nil

@@ -40,6 +40,9 @@ type preFilterState struct {
 	admitted    []bool
 	numAdmitted int
 	left        [numExclusions]int
+	// free is the free devices per kind over all nodes (addFree), for
+	// DevicePack (pkg/plugins/shared); nil for a device-free pod.
+	free []int64
 	// listed is the PreFilterResult's node names when candidates returned
 	// one (nil for all nodes); PostFilter reads it.
 	listed sets.Set[string]

@@ -22,6 +22,7 @@ import (
 	"github.com/devicefit/devicefit/pkg/devices"
 	"github.com/devicefit/devicefit/pkg/dra"
 	"github.com/devicefit/devicefit/pkg/metrics"
+	"github.com/devicefit/devicefit/pkg/plugins/shared"
 )
 
 // Name is the plugin name in KubeSchedulerConfiguration profiles.
@@ -47,13 +48,16 @@ type DevicePack struct {
 	scratchMu sync.Mutex
 	cycles    uint64
 	// scratch and allScratch hold the cache entries of the candidates and
-	// of all nodes, reused from cycle to cycle.
-	scratch, allScratch []*devices.NodeDevices
-	weights             weights
-	values              []productValue
-	workload            *workload
+	// of all nodes, reused from cycle to cycle; fitScratch the candidates'
+	// entries of DeviceFit's cache, when the cycle uses it.
+	scratch, allScratch, fitScratch []*devices.NodeDevices
+	weights                         weights
+	values                          []productValue
+	workload                        *workload
 	// dra keeps the DRA inventory and class verdicts between cycles.
 	dra *dra.Tracker
+	// resourcesKey names the device resources (shared.ResourcesKey).
+	resourcesKey string
 }
 
 type weights struct {
@@ -96,6 +100,8 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 		},
 		workload: w,
 		dra:      dra.NewTracker(),
+
+		resourcesKey: shared.ResourcesKey(args.DeviceResources),
 	}
 	for _, v := range args.ProductValues {
 		p, err := devices.ParseProductPattern(v.Product)

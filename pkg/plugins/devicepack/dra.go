@@ -142,14 +142,14 @@ func (pl *DevicePack) prepareDRA(v *dra.View, reqs []dra.Request, s *preScoreSta
 	return withDevices
 }
 
-// mapKinds interns the view's kinds into DevicePack's kind table, once per
-// cycle (a fleet has few kinds): Score then looks entries up by kind as it
-// does node-label devices.
-func (pl *DevicePack) mapKinds(v *dra.View) []int {
+// mapKinds interns the view's kinds into the cycle's kind table (cache's),
+// once per cycle (a fleet has few kinds): Score then looks entries up by
+// kind as it does node-label devices.
+func mapKinds(cache *devices.NodeCache, v *dra.View) []int {
 	vk := v.Kinds()
 	out := make([]int, len(vk))
 	for i, k := range vk {
-		out[i] = pl.cache.Intern(k)
+		out[i] = cache.Intern(k)
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package devicepack
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/klog/v2/ktesting"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/devicefit/devicefit/pkg/apis/config"
 	"github.com/devicefit/devicefit/pkg/devices"
+	"github.com/devicefit/devicefit/pkg/plugins/devicefit"
+	"github.com/devicefit/devicefit/pkg/plugins/shared"
 )
 
 // snapshotHandle serves a scheduler snapshot, as the framework's handle does.
@@ -77,5 +80,64 @@ func TestScarcityCountsTheWholeCluster(t *testing.T) {
 		if got[p] != n {
 			t.Errorf("free %s: got %d, want %d (all: %v)", p, got[p], n, got)
 		}
+	}
+}
+
+// TestScarcityFromDeviceFit: with DeviceFit in the profile, its PreFilter
+// counts the free devices per kind over every node on its own walk, and
+// DevicePack's PreScore uses that count and DeviceFit's node cache
+// (pkg/plugins/shared) instead of walking the cluster again: the same
+// figures as its own walk, and the same scores.
+func TestScarcityFromDeviceFit(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	node := func(name, product, gpus string) *v1.Node {
+		return st.MakeNode().Name(name).Label(devices.LabelGPUProduct, product).Label(devices.LabelGPUMemory, "23034").
+			Capacity(map[v1.ResourceName]string{v1.ResourceCPU: "64", v1.ResourceMemory: "512Gi", gpu: gpus}).Obj()
+	}
+	nodes := []*v1.Node{node("l4-a", "NVIDIA-L4", "4"), node("l4-b", "NVIDIA-L4", "4"), node("t4", "Tesla-T4", "2")}
+	running := st.MakePod().Name("r").UID("r").Node("l4-b").Res(map[v1.ResourceName]string{gpu: "1"}).Obj()
+	snapshot := cache.NewSnapshot([]*v1.Pod{running}, nodes)
+	args := staticArgs(t, gpuClass(1, 1), config.WorkloadClass{Resource: string(gpu), Devices: 1, Weight: 1, Products: "Tesla-T4"})
+	args.ScarcityWeight = 100
+	h := snapshotHandle{snapshot: snapshot}
+	pack, err := New(ctx, args, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fit, err := devicefit.New(ctx, &config.DeviceFitArgs{DeviceResources: args.DeviceResources, DeviceNodePolicy: config.DeviceNodePolicyNone}, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := snapshot.NodeInfos().List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := gpuPod("p", "1")
+	state := framework.NewCycleState()
+	if _, s := fit.(fwk.PreFilterPlugin).PreFilter(ctx, state, pod, all); !s.IsSuccess() {
+		t.Fatalf("DeviceFit PreFilter: %v", s)
+	}
+	fromFit := shared.Read(state)
+	if fromFit == nil {
+		t.Fatal("DeviceFit wrote no shared node counts")
+	}
+	candidates := []fwk.NodeInfo{all[0], all[2]} // l4-b is no candidate
+	if s := pack.(*DevicePack).PreScore(ctx, state, pod, candidates); !s.IsSuccess() {
+		t.Fatalf("PreScore: %v", s)
+	}
+	c, err := state.Read(preScoreStateKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := c.(*preScoreState)
+	if ps.cache != fromFit.Cache {
+		t.Error("PreScore did not use DeviceFit's node cache")
+	}
+	got := map[string]int64{}
+	for id, k := range ps.kinds {
+		got[fromFit.Cache.Kinds()[id].Device.Product] += k.free
+	}
+	if want := map[string]int64{"NVIDIA-L4": 4 + 3, "Tesla-T4": 2}; !cmp.Equal(got, want) {
+		t.Errorf("free devices from DeviceFit's walk: got %v, want %v", got, want)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/devicefit/devicefit/pkg/devices"
+	"github.com/devicefit/devicefit/pkg/plugins/shared"
 )
 
 const preScoreStateKey fwk.StateKey = "PreScore" + Name
@@ -128,7 +129,18 @@ func (pl *DevicePack) PreScore(ctx context.Context, cycleState fwk.CycleState, p
 	if err != nil {
 		return fwk.AsStatus(fmt.Errorf("workload snapshot: %w", err))
 	}
-	s := &preScoreState{demand: demand, devicePod: devicePod, workload: wl, maxValue: 1, cache: pl.cache}
+	// DeviceFit, in this cycle's PreFilter, refreshed its node cache to
+	// every node and counted the free devices per kind: use both, instead
+	// of walking the cluster again (pkg/plugins/shared).
+	fromFit := shared.Read(cycleState)
+	if fromFit != nil && fromFit.Resources != pl.resourcesKey {
+		fromFit = nil
+	}
+	cache := pl.cache
+	if fromFit != nil {
+		cache = fromFit.Cache
+	}
+	s := &preScoreState{demand: demand, devicePod: devicePod, workload: wl, maxValue: 1, cache: cache}
 	s.milliCPU, s.memoryBytes = requests(pod)
 	pl.scratchMu.Lock()
 	defer pl.scratchMu.Unlock()
@@ -137,12 +149,18 @@ func (pl *DevicePack) PreScore(ctx context.Context, cycleState fwk.CycleState, p
 	// list) would make it an estimate that changes with where the search
 	// started. Refreshing all nodes first also interns every kind before
 	// the table is sized.
-	all := pl.allNodes(wl != nil && pl.weights.scarcity > 0 && devicePod, len(nodes))
-	table, entries := pl.refresh(nodes, all != nil)
+	scarcity := wl != nil && pl.weights.scarcity > 0 && devicePod
+	wholeCluster := scarcity && fromFit != nil
+	var all []fwk.NodeInfo
+	if scarcity && fromFit == nil {
+		all = pl.allNodes(len(nodes))
+		wholeCluster = all != nil
+	}
+	table, entries := pl.refresh(cache, nodes, all != nil || fromFit != nil)
 	var kindMap []int
 	if view != nil {
-		kindMap = pl.mapKinds(view)
-		table = pl.cache.Kinds()
+		kindMap = mapKinds(cache, view)
+		table = cache.Kinds()
 	}
 	s.kinds = make([]kindInfo, len(table))
 	var withDevices bool
@@ -159,15 +177,22 @@ func (pl *DevicePack) PreScore(ctx context.Context, cycleState fwk.CycleState, p
 				continue
 			}
 			withDevices = true
-			if k := pl.candidateKind(s, d.Kind, d.Device); k != nil && all == nil {
+			if k := pl.candidateKind(s, d.Kind, d.Device); k != nil && !wholeCluster {
 				k.free += max(a-req[d.Resource], 0)
 			}
 		}
 	}
-	if all != nil {
+	switch {
+	case all != nil:
 		s.addFree(all, pl.allScratch)
+	case wholeCluster:
+		for k, n := range fromFit.Free {
+			if k < len(s.kinds) {
+				s.kinds[k].free += n
+			}
+		}
 	}
-	if view != nil && pl.prepareDRA(view, reqs, s, nodes, all != nil, kindMap) {
+	if view != nil && pl.prepareDRA(view, reqs, s, nodes, wholeCluster, kindMap) {
 		withDevices = true
 	}
 	if !withDevices {
@@ -199,10 +224,10 @@ func (pl *DevicePack) candidateKind(s *preScoreState, kind int, d devices.Device
 	return k
 }
 
-// allNodes returns the snapshot's nodes, refreshed into pl.allScratch, when
-// want and they are more than the candidates; else nil.
-func (pl *DevicePack) allNodes(want bool, candidates int) []fwk.NodeInfo {
-	if !want || pl.handle == nil {
+// allNodes returns the snapshot's nodes, refreshed into pl.allScratch,
+// when they are more than the candidates; else nil.
+func (pl *DevicePack) allNodes(candidates int) []fwk.NodeInfo {
+	if pl.handle == nil {
 		return nil
 	}
 	all, err := pl.handle.SnapshotSharedLister().NodeInfos().List()
@@ -230,11 +255,18 @@ func (s *preScoreState) addFree(nodes []fwk.NodeInfo, entries []*devices.NodeDev
 	}
 }
 
-// refresh brings the node cache up to the candidates and, every
+// refresh brings cache up to the candidates and, for its own cache every
 // fullRefreshEvery cycles unless fresh (all nodes were just refreshed), to
 // the whole snapshot, so that deleted nodes are forgotten (PreScore alone
-// sees only the feasible ones).
-func (pl *DevicePack) refresh(nodes []fwk.NodeInfo, fresh bool) ([]devices.DeviceKind, []*devices.NodeDevices) {
+// sees only the feasible ones). DeviceFit's cache, refreshed to all nodes
+// in its PreFilter, has a scratch slice of its own here: entries of one
+// cache must never be reused for the other (their kind ids differ).
+func (pl *DevicePack) refresh(cache *devices.NodeCache, nodes []fwk.NodeInfo, fresh bool) ([]devices.DeviceKind, []*devices.NodeDevices) {
+	if cache != pl.cache {
+		kinds, entries := cache.Refresh(nodeObjects(nodes), false, pl.fitScratch)
+		pl.fitScratch = entries
+		return kinds, entries
+	}
 	pl.cycles++
 	if !fresh && pl.handle != nil && pl.cycles%fullRefreshEvery == 0 {
 		if all, err := pl.handle.SnapshotSharedLister().NodeInfos().List(); err == nil {

@@ -1,0 +1,56 @@
+// Package shared holds what one devicefit plugin computes in a scheduling
+// cycle for another: DeviceFit's PreFilter walks every node of the
+// snapshot anyway, and DevicePack's PreScore, in the same cycle, needs the
+// free devices of every node (scarcity) and each node's devices. Reading
+// them from the cycle state spares DevicePack a second walk over the
+// cluster (docs/performance.md, "One walk for both plugins").
+package shared
+
+import (
+	"slices"
+	"strings"
+
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/devicefit/devicefit/pkg/devices"
+)
+
+// Key is the cycle state key of Nodes.
+const Key fwk.StateKey = "devicefit.io/nodes"
+
+// Nodes is what DeviceFit's PreFilter found over all nodes.
+type Nodes struct {
+	// Cache is DeviceFit's node cache, refreshed to every node this cycle;
+	// its kind table is what Free indexes.
+	Cache *devices.NodeCache
+	// Resources names the device resources Cache reads (ResourcesKey):
+	// only a plugin with the same ones may use it.
+	Resources string
+	// Free[k] is the free devices (allocatable minus requested, per node,
+	// never negative) of kind k over all nodes.
+	Free []int64
+}
+
+// Clone implements fwk.StateData; Nodes is never modified once written.
+func (n *Nodes) Clone() fwk.StateData { return n }
+
+// Read returns the cycle's Nodes, or nil when DeviceFit wrote none (not in
+// the profile, or it skipped the pod).
+func Read(cs fwk.CycleState) *Nodes {
+	if cs == nil {
+		return nil
+	}
+	d, err := cs.Read(Key)
+	if err != nil {
+		return nil
+	}
+	n, _ := d.(*Nodes)
+	return n
+}
+
+// ResourcesKey is a canonical form of device resource patterns.
+func ResourcesKey(patterns []string) string {
+	p := slices.Clone(patterns)
+	slices.Sort(p)
+	return strings.Join(slices.Compact(p), ",")
+}
