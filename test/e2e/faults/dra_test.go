@@ -30,6 +30,18 @@ const (
 	draTemplate  = "one-gpu"
 )
 
+// draOrphanWait bounds the wait for the pods after a scheduler died or
+// stopped with DRA-backed pods in flight: 7 minutes, not 3. A pod whose
+// binding the old scheduler had begun keeps the claim that scheduler
+// created for its nvidia.com/gpu (PreBind writes the claim, then its
+// allocation, then binds). The new scheduler's DynamicResources finds
+// that claim, deletes it in PostFilter ("deletion of ResourceClaim
+// completed") and leaves the pod unschedulable for the cycle; the deleted
+// claim had no allocation yet, so DynamicResources' queueing hint skips
+// the event (upstream, v1.37.2) and the pod waits for the 5-minute flush
+// of unschedulable pods, then binds.
+const draOrphanWait = 7 * time.Minute
+
 // setUpDRA starts kube-controller-manager with the controllers DRA needs
 // and creates the DeviceClass.
 func setUpDRA(ctx context.Context, cp *controlplane.ControlPlane) error {

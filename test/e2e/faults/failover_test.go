@@ -132,14 +132,7 @@ func TestLeaderFailover(t *testing.T) {
 	}
 
 	created()
-	// 7 minutes, not 5: a DRA-backed pod whose binding the killed leader
-	// had begun holds the claim that leader created for its nvidia.com/gpu
-	// (PreBind writes it before the binding). The new leader's
-	// DynamicResources finds that claim, deletes it ("deletion of
-	// ResourceClaim completed") and rejects the pod for the cycle; no
-	// queueing hint requeues the pod on that deletion (upstream, v1.37.2),
-	// so it waits for the 5-minute flush of unschedulable pods, then binds.
-	checkInvariants(t, w, expect{namespace: ns, alive: []*scheduler{standby}, wait: 7 * time.Minute})
+	checkInvariants(t, w, expect{namespace: ns, alive: []*scheduler{standby}, wait: draOrphanWait})
 	t.Logf("all %d pods bound %.1fs after the kill", len(pods), time.Since(killed).Seconds())
 
 	// The DRA pods leave; kube-controller-manager deletes their claims, so

@@ -62,7 +62,7 @@ func TestSchedulerRestart(t *testing.T) {
 				tc.name, boundBefore, restartPods, boundAtStop, time.Since(stopped).Seconds())
 
 			created()
-			checkInvariants(t, w, expect{namespace: ns, alive: []*scheduler{second}})
+			checkInvariants(t, w, expect{namespace: ns, alive: []*scheduler{second}, wait: draOrphanWait})
 		})
 	}
 }
