@@ -32,20 +32,26 @@ func (h snapshotHandle) SharedDRAManager() fwk.SharedDRAManager { return nil }
 // SharedInformerFactory: none; the metrics source is then not registered.
 func (h snapshotHandle) SharedInformerFactory() informers.SharedInformerFactory { return nil }
 
-// TestScarcityCountsTheWholeCluster: the free devices behind the scarcity
-// pressure are those of every node in the snapshot, not only of the
-// candidates PreScore is given (the percentageOfNodesToScore sample).
-func TestScarcityCountsTheWholeCluster(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
+// scarcityFleet: two L4 nodes (one GPU of l4-b taken) and a T4 node, and a
+// static workload of any-GPU and T4-only jobs with scarcity on.
+func scarcityFleet(t *testing.T) (*cache.Snapshot, *config.DevicePackArgs) {
 	node := func(name, product, gpus string) *v1.Node {
 		return st.MakeNode().Name(name).Label(devices.LabelGPUProduct, product).Label(devices.LabelGPUMemory, "23034").
 			Capacity(map[v1.ResourceName]string{v1.ResourceCPU: "64", v1.ResourceMemory: "512Gi", gpu: gpus}).Obj()
 	}
 	nodes := []*v1.Node{node("l4-a", "NVIDIA-L4", "4"), node("l4-b", "NVIDIA-L4", "4"), node("t4", "Tesla-T4", "2")}
 	running := st.MakePod().Name("r").UID("r").Node("l4-b").Res(map[v1.ResourceName]string{gpu: "1"}).Obj()
-	snapshot := cache.NewSnapshot([]*v1.Pod{running}, nodes)
 	args := staticArgs(t, gpuClass(1, 1), config.WorkloadClass{Resource: string(gpu), Devices: 1, Weight: 1, Products: "Tesla-T4"})
 	args.ScarcityWeight = 100
+	return cache.NewSnapshot([]*v1.Pod{running}, nodes), args
+}
+
+// TestScarcityCountsTheWholeCluster: the free devices behind the scarcity
+// pressure are those of every node in the snapshot, not only of the
+// candidates PreScore is given (the percentageOfNodesToScore sample).
+func TestScarcityCountsTheWholeCluster(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	snapshot, args := scarcityFleet(t)
 	pl, err := New(ctx, args, snapshotHandle{snapshot: snapshot})
 	if err != nil {
 		t.Fatal(err)
@@ -90,15 +96,7 @@ func TestScarcityCountsTheWholeCluster(t *testing.T) {
 // figures as its own walk, and the same scores.
 func TestScarcityFromDeviceFit(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	node := func(name, product, gpus string) *v1.Node {
-		return st.MakeNode().Name(name).Label(devices.LabelGPUProduct, product).Label(devices.LabelGPUMemory, "23034").
-			Capacity(map[v1.ResourceName]string{v1.ResourceCPU: "64", v1.ResourceMemory: "512Gi", gpu: gpus}).Obj()
-	}
-	nodes := []*v1.Node{node("l4-a", "NVIDIA-L4", "4"), node("l4-b", "NVIDIA-L4", "4"), node("t4", "Tesla-T4", "2")}
-	running := st.MakePod().Name("r").UID("r").Node("l4-b").Res(map[v1.ResourceName]string{gpu: "1"}).Obj()
-	snapshot := cache.NewSnapshot([]*v1.Pod{running}, nodes)
-	args := staticArgs(t, gpuClass(1, 1), config.WorkloadClass{Resource: string(gpu), Devices: 1, Weight: 1, Products: "Tesla-T4"})
-	args.ScarcityWeight = 100
+	snapshot, args := scarcityFleet(t)
 	h := snapshotHandle{snapshot: snapshot}
 	pack, err := New(ctx, args, h)
 	if err != nil {
