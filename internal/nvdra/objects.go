@@ -54,6 +54,34 @@ func GPUs(first, n int, product, arch, compute, memory string) []resourceapi.Dev
 	return out
 }
 
+// Shares is the capacity a shared GPU publishes for fractions of itself
+// (the driver's "shares" under its ConsumableShares gate): 1000 per GPU,
+// so that a claim asking for 460 has FGD's 460 milli-GPU.
+const Shares = "shares"
+
+// SharedGPU is a GPU that serves several claims at once (consumable
+// capacity, KEP-5075): allowMultipleAllocations, shares 1000, and memory
+// with a request policy whose default is 0, so that a claim asking only
+// for shares takes none of the memory while a claim asking for nothing
+// takes all the shares, that is the whole GPU.
+func SharedGPU(name, product, arch, compute, memory string) resourceapi.Device {
+	d := GPU(name, product, arch, compute, memory)
+	d.AllowMultipleAllocations = ptr.To(true)
+	d.Capacity["memory"] = resourceapi.DeviceCapacity{Value: resource.MustParse(memory),
+		RequestPolicy: &resourceapi.CapacityRequestPolicy{Default: ptr.To(resource.MustParse("0"))}}
+	d.Capacity[Shares] = resourceapi.DeviceCapacity{Value: resource.MustParse("1000")}
+	return d
+}
+
+// SharedGPUs returns n SharedGPU named gpu-<first>, … of one model.
+func SharedGPUs(first, n int, product, arch, compute, memory string) []resourceapi.Device {
+	out := GPUs(first, n, product, arch, compute, memory)
+	for i := range out {
+		out[i] = SharedGPU(out[i].Name, product, arch, compute, memory)
+	}
+	return out
+}
+
 // NodeSlice publishes devices for node in a one-slice pool named after it.
 func NodeSlice(node string, devices ...resourceapi.Device) *resourceapi.ResourceSlice {
 	return &resourceapi.ResourceSlice{
@@ -129,6 +157,16 @@ func Claim(ns, name, class string, count int64) *resourceapi.ResourceClaim {
 			Name: "devices", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: class, Count: count},
 		}}}},
 	}
+}
+
+// ShareClaim is an unallocated claim for one device of class that asks for
+// milli shares of it (capacity.requests, KEP-5075).
+func ShareClaim(ns, name, class string, milli int64) *resourceapi.ResourceClaim {
+	c := Claim(ns, name, class, 1)
+	c.Spec.Devices.Requests[0].Exactly.Capacity = &resourceapi.CapacityRequirements{
+		Requests: map[resourceapi.QualifiedName]resource.Quantity{Shares: *resource.NewQuantity(milli, resource.DecimalSI)},
+	}
+	return c
 }
 
 // Allocated is a claim holding devices, each "pool/device" of Driver.

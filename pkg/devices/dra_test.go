@@ -224,11 +224,11 @@ func TestDRAUsagePartitions(t *testing.T) {
 			if got := u.Free(n, isMIG); got != tc.wantMIG {
 				t.Errorf("free slices: got %d, want %d", got, tc.wantMIG)
 			}
-			picks, ok := u.FirstFit(n, isMIG, 2, nil)
+			picks, ok := u.FirstFit(n, isMIG, 2, CapacityRequest{}, nil)
 			if !ok || names(picks) != tc.wantTwoMIG {
 				t.Errorf("first fit of 2 slices: got %s (ok %v), want %s", names(picks), ok, tc.wantTwoMIG)
 			}
-			picks, ok = u.FirstFit(n, isWhole, 1, nil)
+			picks, ok = u.FirstFit(n, isWhole, 1, CapacityRequest{}, nil)
 			if ok != (tc.wantOneGPU != "") || ok && names(picks) != tc.wantOneGPU {
 				t.Errorf("first fit of 1 GPU: got %s (ok %v), want %q", names(picks), ok, tc.wantOneGPU)
 			}
@@ -242,9 +242,9 @@ func TestDRAUsagePartitions(t *testing.T) {
 	// With: what a placement leaves. Taking one slice on an empty node
 	// leaves one whole GPU (first fit takes GPU 0's slice) and 7 slices.
 	u := NewDRAUsage(inv, nil)
-	picks, _ := u.FirstFit(n, isMIG, 1, nil)
+	picks, _ := u.FirstFit(n, isMIG, 1, CapacityRequest{}, nil)
 	var whole, mig int64
-	u.With(picks, func() { whole, mig = u.Free(n, isWhole), u.Free(n, isMIG) })
+	u.With(picks, CapacityRequest{}, func() { whole, mig = u.Free(n, isWhole), u.Free(n, isMIG) })
 	if whole != 1 || mig != 7 {
 		t.Errorf("after one slice: want 1 whole GPU and 7 slices free, got %d and %d", whole, mig)
 	}
@@ -366,6 +366,14 @@ func TestDRAOverconsumed(t *testing.T) {
 
 func TestDRAAllocationProblems(t *testing.T) {
 	sl := partitionable("n", 1, 2)
+	shared := slice("s", "n", "s", 1, 1, sharedGPU("gpu-s"))
+	share := func(name, shares string) *resourceapi.ResourceClaim {
+		c := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
+		c.Status.Allocation = &resourceapi.AllocationResult{}
+		c.Status.Allocation.Devices.Results = []resourceapi.DeviceRequestAllocationResult{{Driver: NVIDIADRADriver, Pool: "s", Device: "gpu-s",
+			ConsumedCapacity: map[resourceapi.QualifiedName]resource.Quantity{"shares": resource.MustParse(shares)}}}
+		return c
+	}
 	claim := func(name string, devs ...string) *resourceapi.ResourceClaim {
 		c := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
 		c.Status.Allocation = &resourceapi.AllocationResult{}
@@ -388,8 +396,11 @@ func TestDRAAllocationProblems(t *testing.T) {
 			[]string{"shared counter n/gpu-0/memory-slice-1 is consumed beyond its value"}, 2},
 		{"a device no slice publishes", []*resourceapi.ResourceClaim{claim("a", "gpu-9")},
 			[]string{"claim ns/a holds gpu.nvidia.com/n/gpu-9, which no slice publishes"}, 0},
+		{"two halves of a shared GPU", []*resourceapi.ResourceClaim{share("a", "500"), share("b", "500")}, nil, 1},
+		{"a shared GPU consumed beyond its capacity", []*resourceapi.ResourceClaim{share("a", "600"), share("b", "500")},
+			[]string{"capacity gpu.nvidia.com/s/gpu-s/shares is consumed beyond its value"}, 1},
 	} {
-		got, held := DRAAllocationProblems(sl, tc.claims)
+		got, held := DRAAllocationProblems(append(sl, shared), tc.claims)
 		if strings.Join(got, "|") != strings.Join(tc.want, "|") || held != tc.held {
 			t.Errorf("%s: got %q (%d held), want %q (%d)", tc.name, got, held, tc.want, tc.held)
 		}

@@ -18,6 +18,24 @@ import v1 "k8s.io/api/core/v1"
 //
 // With plain devices (size 1, no counters) this is the whole-device rule of
 // Stranded: all free devices when the job cannot run, none when it can.
+//
+// Shared devices (consumable capacity, KEP-5075) follow FGD's definition on
+// partial GPUs. A device's free share f is the part of its capacity no
+// claim consumes (DRAUsage.FreeShare). A job asking for a share s of one
+// device can use a device with f ≥ s; a GPU with 0.3 free is fragmented
+// for every job that needs more than 0.3. A job asking for whole devices
+// (no capacity request takes a shared device whole) can use only untouched
+// ones, so every partly used device is fragmented for it:
+//
+//	usable(job) = Σ f · size over the accepted devices with f ≥ s (s = 1
+//	              for whole-device jobs), if there are at least as many of
+//	              them as the job needs devices and CPU and memory fit,
+//	              else 0
+//
+// FGD's example: a node with free shares (1, 0.5, 0.2) and jobs of 0.5 and
+// 1 GPU, equally likely. The 0.5 job can use 1 and 0.5 and strands 0.2;
+// the 1 GPU job can use only the untouched device and strands 0.7. The
+// node's fragmentation is ½·0.2 + ½·0.7 = 0.45 GPU.
 
 // DRAFree is one device resource of a DRA node (an entry of pkg/dra): its
 // free devices, their size, and which workload classes accept its kind.
@@ -27,6 +45,39 @@ type DRAFree struct {
 	Size     float64
 	// Accept is the workload's Acceptance of the entry's kind (nil: none).
 	Accept []bool
+	// Partial are the free shares of the entry's partly used shared
+	// devices (DRAUsage.Partial); the Free devices are untouched.
+	Partial []float64
+	// Need is, per class, the share of one of the entry's devices a job
+	// takes (DRADevice.Share; 0: the class cannot use them); nil means
+	// whole devices for every class.
+	Need []float64
+}
+
+// shareEpsilon absorbs float rounding when a free share is compared with a
+// job's share (both are quotients of milli-unit integers).
+const shareEpsilon = 1e-9
+
+// usable returns how many of e's devices a job of class i could use and
+// their free capacity, by FGD's rule on partial devices.
+func (e *DRAFree) usable(i int) (count int64, share float64) {
+	need := 1.0
+	if e.Need != nil {
+		need = e.Need[i]
+	}
+	if need <= 0 {
+		return 0, 0
+	}
+	count, share = e.Free, float64(e.Free)
+	if need < 1 {
+		for _, p := range e.Partial {
+			if p+shareEpsilon >= need {
+				count++
+				share += p
+			}
+		}
+	}
+	return count, share * e.Size
 }
 
 // StrandedDRA returns the expected free capacity of a DRA node that a job
@@ -45,8 +96,9 @@ func (w *Workload) StrandedDRA(entries []DRAFree, capacity float64, milliCPU, me
 			for j := range entries {
 				e := &entries[j]
 				if e.Resource == c.Resource && e.Accept != nil && e.Accept[i] {
-					free += e.Free
-					share += float64(e.Free) * e.Size
+					n, s := e.usable(i)
+					free += n
+					share += s
 				}
 			}
 			if free >= c.Devices {

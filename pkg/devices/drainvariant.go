@@ -10,8 +10,9 @@ import (
 // DRAAllocationProblems checks the invariant of DRA allocations against
 // the slices: every device a claim's status.allocation names is published,
 // no device is in two claims' allocations (unless it allows multiple
-// allocations, KEP-5075), and no shared counter is consumed beyond its
-// value (a GPU and a MIG slice of it allocated together). It returns one
+// allocations, KEP-5075), no shared counter is consumed beyond its value
+// (a GPU and a MIG slice of it allocated together), and the capacity the
+// allocations of a shared device consume stays within its capacity. It returns one
 // line per violation, sorted, and the number of devices allocated. For the
 // local run, the tests and the fault checks: the scheduler must never break
 // it, whatever fails around it.
@@ -25,6 +26,12 @@ func DRAAllocationProblems(slices []*resourceapi.ResourceSlice, claims []*resour
 	var problems []string
 	holder := map[*DRADevice]string{}
 	var held []*DRADevice
+	type consumed struct {
+		d     *DRADevice
+		name  resourceapi.QualifiedName
+		milli int64
+	}
+	var consumption []consumed
 	for _, c := range claims {
 		if c == nil || c.Status.Allocation == nil {
 			continue
@@ -42,10 +49,20 @@ func DRAAllocationProblems(slices []*resourceapi.ResourceSlice, claims []*resour
 			}
 			holder[d] = name
 			held = append(held, d)
+			for n, q := range r.ConsumedCapacity {
+				consumption = append(consumption, consumed{d, n, milli(q)})
+			}
 		}
 	}
-	for _, c := range NewDRAUsage(inv, held).Overconsumed() {
+	u := NewDRAUsage(inv, held)
+	for _, c := range consumption {
+		u.AddConsumed(c.d, c.name, c.milli)
+	}
+	for _, c := range u.Overconsumed() {
 		problems = append(problems, fmt.Sprintf("shared counter %s is consumed beyond its value", c))
+	}
+	for _, c := range u.OverCapacity() {
+		problems = append(problems, fmt.Sprintf("capacity %s is consumed beyond its value", c))
 	}
 	sort.Strings(problems)
 	return problems, len(holder)

@@ -35,6 +35,9 @@ type Class struct {
 	MemoryBytes int64
 	// Selector restricts the devices the class can use; zero selects any.
 	Selector Selector
+	// Capacity is what a job of the class asks of each shared DRA device it
+	// gets (consumable capacity, KEP-5075): empty for whole devices.
+	Capacity CapacityRequest
 	// Weight is the class's relative frequency; Workload normalises weights.
 	Weight float64
 }

@@ -24,6 +24,9 @@ type Request struct {
 	// pod's devicefit.io annotations are the only say the pod has in which
 	// devices it gets; a claim's own requests speak in CEL instead.
 	Extended bool
+	// Capacity is a claim request's capacity.requests (KEP-5075): what it
+	// consumes of each shared device it gets.
+	Capacity devices.CapacityRequest
 	// selectors are a claim request's own CEL selectors.
 	selectors []resourceapi.DeviceSelector
 }
@@ -80,7 +83,7 @@ func (v *View) PodRequests(pod *v1.Pod, demand devices.Demand) ([]Request, error
 			if count <= 0 {
 				count = 1 // the API default for ExactCount
 			}
-			out = append(out, Request{Resource: c.Resource, Class: c, Count: count, selectors: r.Selectors})
+			out = append(out, Request{Resource: c.Resource, Class: c, Count: count, Capacity: devices.NewCapacityRequest(r.Capacity), selectors: r.Selectors})
 		}
 	}
 	return out, nil
@@ -92,16 +95,17 @@ type exactRequest struct {
 	Selectors       []resourceapi.DeviceSelector
 	AllocationMode  resourceapi.DeviceAllocationMode
 	Count           int64
+	Capacity        *resourceapi.CapacityRequirements
 }
 
 func requestOf(dr resourceapi.DeviceRequest) *exactRequest {
 	switch {
 	case dr.Exactly != nil:
 		e := dr.Exactly
-		return &exactRequest{e.DeviceClassName, e.Selectors, e.AllocationMode, e.Count}
+		return &exactRequest{e.DeviceClassName, e.Selectors, e.AllocationMode, e.Count, e.Capacity}
 	case len(dr.FirstAvailable) > 0:
 		s := dr.FirstAvailable[0]
-		return &exactRequest{s.DeviceClassName, s.Selectors, s.AllocationMode, s.Count}
+		return &exactRequest{s.DeviceClassName, s.Selectors, s.AllocationMode, s.Count, s.Capacity}
 	}
 	return nil
 }
@@ -124,7 +128,7 @@ func (v *View) Picks(node string, reqs []Request, served func(Request) bool, out
 	out = out[:0]
 	held := v.scratch[:0]
 	defer func() {
-		v.usage.Release(held)
+		v.release(out, reqs)
 		v.scratch = held[:0]
 	}()
 	for i, r := range reqs {
@@ -142,20 +146,31 @@ func (v *View) Picks(node string, reqs []Request, served func(Request) bool, out
 				return v.tracker.allMatch(v.ctx, r.selectors, d)
 			}
 		}
-		start := len(held)
 		var found bool
-		held, found = v.usage.FirstFit(n, match, r.Count, held)
+		held, found = v.usage.FirstFit(n, match, r.Count, r.Capacity, held[:0])
 		if !found {
 			ok = false
-			held = held[:start]
 			continue
 		}
-		v.usage.Hold(held[start:])
-		for _, d := range held[start:] {
+		v.usage.Hold(held, r.Capacity)
+		for _, d := range held {
 			out = append(out, Pick{Device: d, Request: i})
 		}
 	}
 	return out, ok
+}
+
+// hold takes picks as the claims of reqs would; release gives them back.
+func (v *View) hold(picks []Pick, reqs []Request) {
+	for _, p := range picks {
+		v.usage.Hold([]*devices.DRADevice{p.Device}, reqs[p.Request].Capacity)
+	}
+}
+
+func (v *View) release(picks []Pick, reqs []Request) {
+	for i := len(picks) - 1; i >= 0; i-- {
+		v.usage.Release([]*devices.DRADevice{picks[i].Device}, reqs[picks[i].Request].Capacity)
+	}
 }
 
 // Devices returns the picked devices, appended to out.

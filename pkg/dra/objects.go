@@ -120,7 +120,18 @@ func (c claimTracker) GatherAllocatedState() (*structured.AllocatedState, error)
 			continue
 		}
 		for _, r := range claim.Status.Allocation.Devices.Results {
-			s.AllocatedDevices.Insert(structured.MakeDeviceID(r.Driver, r.Pool, r.Device))
+			id := structured.MakeDeviceID(r.Driver, r.Pool, r.Device)
+			if r.ShareID == nil {
+				s.AllocatedDevices.Insert(id)
+				continue
+			}
+			// An allocation of a shared device (KEP-5075): one share of it,
+			// and what it consumes added to the device's sum, as the
+			// scheduler's claim tracker gathers them.
+			s.AllocatedSharedDeviceIDs.Insert(structured.MakeSharedDeviceID(id, r.ShareID))
+			if len(r.ConsumedCapacity) > 0 {
+				s.AggregatedCapacity.Insert(structured.NewDeviceConsumedCapacity(id, r.ConsumedCapacity))
+			}
 		}
 	}
 	return s, nil

@@ -97,8 +97,26 @@ func (t *Tracker) View(ctx context.Context, m fwk.SharedDRAManager) (*View, erro
 				held = append(held, d)
 			}
 		}
+		// Each allocation of a shared device (KEP-5075) has a share ID of
+		// its own; what they consume is summed per device.
+		for sid := range state.AllocatedSharedDeviceIDs {
+			if d := t.ids[sid.GetDeviceID()]; d != nil {
+				held = append(held, d)
+			}
+		}
 	}
 	v.usage = devices.NewDRAUsage(t.inv, held)
+	if state != nil {
+		for id, consumed := range state.AggregatedCapacity {
+			if d := t.ids[id]; d != nil {
+				for name, q := range consumed {
+					if q != nil {
+						v.usage.AddConsumed(d, name, q.MilliValue())
+					}
+				}
+			}
+		}
+	}
 	for _, c := range classList {
 		class := &Class{Name: c.Name, Resource: ImplicitResource(c.Name), matches: t.classMatches(ctx, c)}
 		if c.Spec.ExtendedResourceName != nil && *c.Spec.ExtendedResourceName != "" {

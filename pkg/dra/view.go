@@ -52,6 +52,13 @@ type Entry struct {
 	Held int64
 	// Size is a device's share of its hardware (devices.DRADevice.Size).
 	Size float64
+	// Partial are the free shares of the entry's shared devices that
+	// claims use (consumable capacity, KEP-5075; devices.DRAUsage.FreeShare
+	// above 0): FGD's partly allocated GPUs. Untouched ones are in Free.
+	Partial []float64
+	// Sample is one of the entry's devices: its capacities say what share
+	// of such a device a request takes (devices.DRADevice.Share).
+	Sample *devices.DRADevice
 }
 
 // View is the DRA devices of the cluster in one scheduling cycle. Its
@@ -144,12 +151,12 @@ func (v *View) Capacity(node string) float64 {
 }
 
 // EntriesAfter returns node's entries and free capacity as they would be
-// with picks held by a claim: what a placement leaves. Not memoised; out
-// is reused.
-func (v *View) EntriesAfter(node string, picks []*devices.DRADevice, out []Entry) ([]Entry, float64) {
+// with picks (of reqs, as Picks returned them) held by claims: what a
+// placement leaves. Not memoised; out is reused.
+func (v *View) EntriesAfter(node string, picks []Pick, reqs []Request, out []Entry) ([]Entry, float64) {
 	n := v.inv.Nodes[node]
-	v.usage.Hold(picks)
-	defer v.usage.Release(picks)
+	v.hold(picks, reqs)
+	defer v.release(picks, reqs)
 	return v.computeInto(n, out[:0]), v.usage.FreeCapacity(n)
 }
 
@@ -172,18 +179,23 @@ func (v *View) computeInto(n *devices.DRANode, out []Entry) []Entry {
 			}
 			e := entryFor(&out, start, c, d.Facts)
 			if e.Total == 0 {
-				e.Size = d.Size
+				e.Size, e.Sample = d.Size, d
 			}
 			e.Total++
-			if v.usage.Allocated(d) {
+			if v.usage.InUse(d) {
 				e.Held++
+				if d.Shared() {
+					if f := v.usage.FreeShare(d); f > 0 {
+						e.Partial = append(e.Partial, f)
+					}
+				}
 			}
 		}
 		if len(out) == start {
 			continue
 		}
 		var picks []*devices.DRADevice
-		picks, _ = v.usage.FirstFit(n, c.Selects, math.MaxInt64, v.scratch[:0])
+		picks, _ = v.usage.FirstFit(n, c.Selects, math.MaxInt64, devices.CapacityRequest{}, v.scratch[:0])
 		for _, d := range picks {
 			entryFor(&out, start, c, d.Facts).Free++
 		}

@@ -10,6 +10,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/devicefit/devicefit/internal/nvdra"
@@ -119,7 +120,7 @@ func TestView(t *testing.T) {
 	if !ok || len(picks) != 1 || picks[0].Device.Name != "gpu-0-mig-0" || picks[0].Request != 1 {
 		t.Fatalf("the MIG request alone: want gpu-0-mig-0, got %v (ok %v)", picks, ok)
 	}
-	afterEntries, capacity := v.EntriesAfter("part", Devices(picks, nil), nil)
+	afterEntries, capacity := v.EntriesAfter("part", picks, reqs, nil)
 	after := entriesText(afterEntries)
 	if capacity != 0.5 || v.Capacity("part") != 1 {
 		t.Errorf("part: free capacity %v after one slice (want 0.5), %v before (want 1)", capacity, v.Capacity("part"))
@@ -161,4 +162,50 @@ func entriesText(es []Entry) string {
 		out = append(out, fmt.Sprintf("%s %s %d/%d", e.Resource, e.Device.Product, e.Free, e.Total))
 	}
 	return strings.Join(out, "; ")
+}
+
+// TestViewShares: shared GPUs (consumable capacity, KEP-5075). A claim's
+// half of gpu-0 shows as a partial device; first fit gives the next half
+// the same GPU, which then has nothing left.
+func TestViewShares(t *testing.T) {
+	sl := nvdra.NodeSlice("n", nvdra.SharedGPUs(0, 2, "NVIDIA L4", "Ada Lovelace", "8.9.0", "24Gi")...)
+	held := nvdra.Allocated("ns", "held", "n/gpu-0")
+	held.Status.Allocation.Devices.Results[0].ShareID = ptr.To(types.UID("share-1"))
+	held.Status.Allocation.Devices.Results[0].ConsumedCapacity = map[resourceapi.QualifiedName]resource.Quantity{
+		nvdra.Shares: resource.MustParse("500"), "memory": resource.MustParse("0"),
+	}
+	half := nvdra.ShareClaim("ns", "p-half", "gpu.nvidia.com", 500)
+	m := &Objects{
+		Slices:  []*resourceapi.ResourceSlice{sl},
+		Classes: []*resourceapi.DeviceClass{nvdra.Class("gpu.nvidia.com", nvdra.WholeGPUs, "nvidia.com/gpu")},
+		Claims:  []*resourceapi.ResourceClaim{held, half},
+	}
+	v, err := NewTracker().View(context.Background(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := v.Entries("n")
+	if len(e) != 1 || e[0].Free != 1 || e[0].Held != 1 || fmt.Sprint(e[0].Partial) != "[0.5]" {
+		t.Fatalf("entries: want one untouched GPU and gpu-0 half free, got %+v", e)
+	}
+	if got := v.Capacity("n"); got != 1.5 {
+		t.Errorf("free capacity: got %v, want 1.5", got)
+	}
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"},
+		Spec: v1.PodSpec{ResourceClaims: []v1.PodResourceClaim{{Name: "half", ResourceClaimName: ptr.To("p-half")}}}}
+	reqs, err := v.PodRequests(pod, nil)
+	if err != nil || len(reqs) != 1 || reqs[0].Capacity.Key() != "shares=500" {
+		t.Fatalf("requests: got %+v, %v", reqs, err)
+	}
+	picks, ok := v.Picks("n", reqs, func(Request) bool { return true }, nil)
+	if !ok || len(picks) != 1 || picks[0].Device.Name != "gpu-0" {
+		t.Fatalf("first fit of a half: want gpu-0 (it has half left), got %v", picks)
+	}
+	after, capacity := v.EntriesAfter("n", picks, reqs, nil)
+	if len(after) != 1 || after[0].Free != 1 || len(after[0].Partial) != 0 || capacity != 1 {
+		t.Errorf("after the half: want gpu-0 used up and gpu-1 untouched (capacity 1), got %+v, %v", after, capacity)
+	}
+	if got := v.Capacity("n"); got != 1.5 || v.Usage().FreeShare(picks[0].Device) != 0.5 {
+		t.Error("EntriesAfter must leave the usage as it was")
+	}
 }

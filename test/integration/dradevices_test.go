@@ -50,6 +50,9 @@ func testDRADevices(t *testing.T, c *cluster) {
 	t.Run("partitions: two 1-slice MIG claims share one GPU so the other stays whole", func(t *testing.T) {
 		testDRAPartitions(t, c)
 	})
+	t.Run("shares: two half-GPU claims share one GPU so a two-GPU claim binds on the other node", func(t *testing.T) {
+		testDRAShares(t, c)
+	})
 }
 
 func l40s(first, n int) []resourceapi.Device {

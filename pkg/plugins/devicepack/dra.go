@@ -39,6 +39,14 @@ type draEntry struct {
 	// the pod's picks are of this entry.
 	total, before, after, take int64
 	size                       float64
+	// partBefore and partAfter are the free shares of its partly used
+	// shared devices (dra.Entry.Partial) before and after; sample is one
+	// of its devices (dra.Entry.Sample).
+	partBefore, partAfter []float64
+	sample                *devices.DRADevice
+	// usedAfter is the part of the entry's devices in use after the
+	// placement, in thousandths (best fit).
+	usedAfter int64
 }
 
 // draView returns the cycle's DRA view (nil without ResourceSlices).
@@ -49,19 +57,31 @@ func (pl *DevicePack) draView(ctx context.Context, cs fwk.CycleState) (*dra.View
 	return dra.ForCycle(ctx, cs, pl.dra, pl.handle.SharedDRAManager())
 }
 
+// claimShares is what a pod's claim asks of each shared device it gets
+// (capacity.requests, KEP-5075), and the class Resource of that request.
+type claimShares struct {
+	resource v1.ResourceName
+	capacity devices.CapacityRequest
+}
+
 // draDemand adds the device requests of the pod's unallocated claims to
 // demand, by class Resource, for the observed workload: claim pods are
-// jobs of the workload as much as pods asking for nvidia.com/gpu.
-func draDemand(v *dra.View, pod *v1.Pod, demand devices.Demand) devices.Demand {
+// jobs of the workload as much as pods asking for nvidia.com/gpu. shares is
+// the first request that asks for capacity, if any: a pod asking for half
+// a GPU is a job of its own class.
+func draDemand(v *dra.View, pod *v1.Pod, demand devices.Demand) (_ devices.Demand, shares *claimShares) {
 	if v == nil || len(pod.Spec.ResourceClaims) == 0 {
-		return demand
+		return demand, nil
 	}
 	reqs, err := v.PodRequests(pod, nil)
 	if err != nil {
-		return demand
+		return demand, nil
 	}
 	out := append(devices.Demand(nil), demand...)
 	for _, r := range reqs {
+		if shares == nil && !r.Capacity.Empty() {
+			shares = &claimShares{resource: r.Resource, capacity: r.Capacity}
+		}
 		merged := false
 		for i := range out {
 			if out[i].Name == r.Resource {
@@ -73,7 +93,7 @@ func draDemand(v *dra.View, pod *v1.Pod, demand devices.Demand) devices.Demand {
 			out = append(out, devices.Request{Name: r.Resource, Count: r.Count})
 		}
 	}
-	return out
+	return out, shares
 }
 
 // prepareDRA fills s.dra for the candidates with DRA devices and adds their
@@ -85,7 +105,6 @@ func (pl *DevicePack) prepareDRA(v *dra.View, reqs []dra.Request, s *preScoreSta
 	var withDevices bool
 	var picks []dra.Pick
 	var after []dra.Entry
-	var picked []*devices.DRADevice
 	s.dra = map[string]*draNode{}
 	for _, ni := range nodes {
 		node := ni.Node()
@@ -104,20 +123,27 @@ func (pl *DevicePack) prepareDRA(v *dra.View, reqs []dra.Request, s *preScoreSta
 		dn := &draNode{entries: make([]draEntry, len(before)), capBefore: v.Capacity(node.Name)}
 		dn.capAfter = dn.capBefore
 		if ok && len(picks) > 0 {
-			picked = dra.Devices(picks, picked[:0])
-			after, dn.capAfter = v.EntriesAfter(node.Name, picked, after)
+			after, dn.capAfter = v.EntriesAfter(node.Name, picks, reqs, after)
 		}
 		a, r := ni.GetAllocatable(), ni.GetRequested()
 		dn.freeCPU, dn.freeMem = a.GetMilliCPU()-r.GetMilliCPU(), a.GetMemory()-r.GetMemory()
 		for i, e := range before {
-			de := draEntry{resource: e.Resource, device: e.Device, kind: mapKind(kindMap, e.Kind), total: e.Total, before: e.Free, after: e.Free, size: e.Size}
+			de := draEntry{resource: e.Resource, device: e.Device, kind: mapKind(kindMap, e.Kind), total: e.Total, before: e.Free, after: e.Free, size: e.Size,
+				partBefore: e.Partial, partAfter: e.Partial, sample: e.Sample}
 			if len(after) == len(before) {
-				de.after = after[i].Free
+				de.after, de.partAfter = after[i].Free, after[i].Partial
 				for _, p := range picks {
 					if reqs[p.Request].Class.Name == e.Class && p.Device.Facts == e.Device {
 						de.take++
 					}
 				}
+			}
+			if e.Total > 0 {
+				free := float64(de.after)
+				for _, p := range de.partAfter {
+					free += p
+				}
+				de.usedAfter = int64(math.Round((float64(e.Total) - free) * 1000 / float64(e.Total)))
 			}
 			dn.entries[i] = de
 			if e.Total == 0 {
@@ -178,16 +204,56 @@ func (s *preScoreState) finishDRA() {
 			if e.kind >= 0 && e.kind < len(s.kinds) {
 				accept = s.kinds[e.kind].accept
 			}
-			if accept == nil && (e.before > 0 || e.after > 0) {
+			if accept == nil && (e.before > 0 || e.after > 0 || len(e.partBefore) > 0 || len(e.partAfter) > 0) {
 				accept = s.workload.Acceptance(e.resource, e.device)
 			}
-			before = append(before, devices.DRAFree{Resource: e.resource, Free: e.before, Size: e.size, Accept: accept})
-			after = append(after, devices.DRAFree{Resource: e.resource, Free: e.after, Size: e.size, Accept: accept})
+			need := s.need(e)
+			before = append(before, devices.DRAFree{Resource: e.resource, Free: e.before, Size: e.size, Accept: accept, Partial: e.partBefore, Need: need})
+			after = append(after, devices.DRAFree{Resource: e.resource, Free: e.after, Size: e.size, Accept: accept, Partial: e.partAfter, Need: need})
 		}
 		delta := s.workload.StrandedDRA(after, dn.capAfter, dn.freeCPU-s.milliCPU, dn.freeMem-s.memoryBytes) -
 			s.workload.StrandedDRA(before, dn.capBefore, dn.freeCPU, dn.freeMem)
 		dn.frag = -int64(math.Round(delta * 1000))
 	}
+}
+
+// need returns, per workload class, the share of one of e's devices a job
+// takes (devices.DRAFree.Need), or nil when every class takes whole
+// devices there: the devices are not shared and no class asks for
+// capacity. Computed once per kind (kinds of one product share their
+// capacities) and kept in the kind's info.
+func (s *preScoreState) need(e *draEntry) []float64 {
+	if e.sample == nil || (!e.sample.Shared() && !s.workloadShares()) {
+		return nil
+	}
+	var k *kindInfo
+	if e.kind >= 0 && e.kind < len(s.kinds) {
+		k = &s.kinds[e.kind]
+		if k.need != nil {
+			return k.need
+		}
+	}
+	classes := s.workload.Classes()
+	need := make([]float64, len(classes))
+	for i := range classes {
+		if share, ok := e.sample.Share(classes[i].Capacity); ok {
+			need[i] = share
+		}
+	}
+	if k != nil {
+		k.need = need
+	}
+	return need
+}
+
+// workloadShares reports whether a class of the workload asks for capacity.
+func (s *preScoreState) workloadShares() bool {
+	for _, c := range s.workload.Classes() {
+		if !c.Capacity.Empty() {
+			return true
+		}
+	}
+	return false
 }
 
 // scoreDRA adds the node's DRA entries to Score's terms.
@@ -206,7 +272,7 @@ func (pl *DevicePack) scoreDRA(s *preScoreState, dn *draNode, t *terms) {
 		if e.kind >= 0 && e.kind < len(s.kinds) {
 			k = &s.kinds[e.kind]
 		}
-		t.fit += (e.total - e.after) * 1000 / e.total
+		t.fit += e.usedAfter
 		v := pl.value(e.device)
 		if k != nil && k.candidate {
 			v = k.value

@@ -64,7 +64,7 @@ func EstimateWorkload(args *config.DevicePackArgs, pods []*v1.Pod) (*devices.Wor
 			counts[classOf(demand, cpu, mem, key)]++
 		}
 		for k, n := range counts {
-			w.add(k, *selectors[k.selector], n)
+			w.add(k, *selectors[k.selector], devices.CapacityRequest{}, n)
 		}
 	}
 	var total float64

@@ -57,6 +57,9 @@ type kindInfo struct {
 	free int64
 	// candidate: some candidate node has devices of the kind.
 	candidate bool
+	// need is, per class, the share of one such DRA device a job takes
+	// (preScoreState.need); nil until asked.
+	need []float64
 }
 
 // Clone implements fwk.StateData; the state is never modified.
@@ -76,9 +79,10 @@ func (pl *DevicePack) PreFilter(ctx context.Context, cycleState fwk.CycleState, 
 	if err != nil {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
+	var shares *claimShares
 	if len(pod.Spec.ResourceClaims) > 0 {
 		if view, err := pl.draView(ctx, cycleState); err == nil {
-			demand = draDemand(view, pod, demand)
+			demand, shares = draDemand(view, pod, demand)
 		}
 	}
 	if len(demand) == 0 {
@@ -90,7 +94,7 @@ func (pl *DevicePack) PreFilter(ctx context.Context, cycleState fwk.CycleState, 
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	cpu, mem := requests(pod)
-	pl.workload.observe(string(pod.UID), demand, cpu, mem, selectorKey(pod.Annotations), sel)
+	pl.workload.observe(string(pod.UID), demand, shares, cpu, mem, selectorKey(pod.Annotations), sel)
 	return nil, fwk.NewStatus(fwk.Skip)
 }
 

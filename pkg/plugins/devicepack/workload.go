@@ -32,10 +32,15 @@ type classKey struct {
 	// selector is the class's devicefit.io annotations (selectorKey): jobs
 	// that accept different devices are different classes.
 	selector string
+	// capacity is what the job's claim asks of a shared device
+	// (devices.CapacityRequest.Key; "" for whole devices): a half GPU and a
+	// quarter GPU strand different devices.
+	capacity string
 }
 
 type classEntry struct {
 	selector devices.Selector
+	capacity devices.CapacityRequest
 	weight   float64
 }
 
@@ -83,7 +88,7 @@ func newWorkload(spec config.WorkloadSpec) (*workload, error) {
 			resource: v1.ResourceName(c.Resource), devices: c.Devices,
 			milliCPU: roundUp3(c.MilliCPU), memoryBytes: roundUp3(c.MemoryMiB << 20), selector: selectorKey(productAnnotation(c.Products)),
 		}
-		w.add(key, sel, weight)
+		w.add(key, sel, devices.CapacityRequest{}, weight)
 	}
 	if len(w.classes) == 0 && !w.observed {
 		return nil, errEmptyStatic
@@ -107,10 +112,10 @@ func productAnnotation(products string) map[string]string {
 	return map[string]string{devices.AnnotationProducts: products}
 }
 
-func (w *workload) add(key classKey, sel devices.Selector, weight float64) {
+func (w *workload) add(key classKey, sel devices.Selector, capacity devices.CapacityRequest, weight float64) {
 	e, ok := w.classes[key]
 	if !ok {
-		e = &classEntry{selector: sel}
+		e = &classEntry{selector: sel, capacity: capacity}
 		w.classes[key] = e
 	}
 	e.weight += weight
@@ -118,8 +123,9 @@ func (w *workload) add(key classKey, sel devices.Selector, weight float64) {
 }
 
 // observe records a device pod once (by UID: retries of an unschedulable pod
-// must not make its class look more frequent than it is).
-func (w *workload) observe(uid string, demand devices.Demand, milliCPU, memoryBytes int64, selector string, sel devices.Selector) {
+// must not make its class look more frequent than it is). shares is what
+// the pod's claims ask of shared devices (draDemand), if anything.
+func (w *workload) observe(uid string, demand devices.Demand, shares *claimShares, milliCPU, memoryBytes int64, selector string, sel devices.Selector) {
 	if !w.observed || len(demand) == 0 {
 		return
 	}
@@ -128,7 +134,13 @@ func (w *workload) observe(uid string, demand devices.Demand, milliCPU, memoryBy
 	if !w.seen.insert(uid) {
 		return
 	}
-	w.add(classOf(demand, milliCPU, memoryBytes, selector), sel, w.scale)
+	key := classOf(demand, milliCPU, memoryBytes, selector)
+	var capacity devices.CapacityRequest
+	if shares != nil && shares.resource == key.resource {
+		capacity = shares.capacity
+		key.capacity = capacity.Key()
+	}
+	w.add(key, sel, capacity, w.scale)
 	w.n++
 	w.scale = math.Exp2(w.n / w.halfLife)
 	if w.scale > rescaleAt {
@@ -179,7 +191,7 @@ func (w *workload) snapshot() (*devices.Workload, error) {
 	for i, k := range keys {
 		e := w.classes[k]
 		classes[i] = devices.Class{Resource: k.resource, Devices: k.devices, MilliCPU: k.milliCPU,
-			MemoryBytes: k.memoryBytes, Selector: e.selector, Weight: e.weight}
+			MemoryBytes: k.memoryBytes, Selector: e.selector, Capacity: e.capacity, Weight: e.weight}
 	}
 	if len(classes) == 0 {
 		w.cached, w.changed = nil, false
@@ -203,8 +215,10 @@ func lessKey(a, b classKey) bool {
 		return a.milliCPU < b.milliCPU
 	case a.memoryBytes != b.memoryBytes:
 		return a.memoryBytes < b.memoryBytes
+	case a.selector != b.selector:
+		return a.selector < b.selector
 	}
-	return a.selector < b.selector
+	return a.capacity < b.capacity
 }
 
 // roundUp3 rounds v up to its three most significant bits.

@@ -51,9 +51,9 @@ func TestObservedWorkload(t *testing.T) {
 		t.Errorf("prior (-want,+got):\n%s", diff)
 	}
 	// Weights: prior 1; obs #0 weight 2^(0/2) = 1; obs #1 2^(1/2) ≈ 1.414.
-	w.observe("a", demand(1), 1000, 1<<30, "", devices.Selector{})
-	w.observe("a", demand(1), 1000, 1<<30, "", devices.Selector{}) // a retry: ignored
-	w.observe("b", demand(2), 1000, 1<<30, "", devices.Selector{})
+	w.observe("a", demand(1), nil, 1000, 1<<30, "", devices.Selector{})
+	w.observe("a", demand(1), nil, 1000, 1<<30, "", devices.Selector{}) // a retry: ignored
+	w.observe("b", demand(2), nil, 1000, 1<<30, "", devices.Selector{})
 	total := 1 + 1 + math.Sqrt2
 	want := map[int64]float64{
 		8: math.Round(1/total*1000) / 1000,
@@ -101,7 +101,7 @@ func TestSnapshotKeepsHeaviestClasses(t *testing.T) {
 	for i := int64(0); i < 100; i++ {
 		for j := int64(0); j <= i; j++ {
 			uid := string(rune('A'+i)) + string(rune('A'+j))
-			w.observe(uid, devices.Demand{{Name: gpu, Count: i + 1}}, 0, 0, "", devices.Selector{})
+			w.observe(uid, devices.Demand{{Name: gpu, Count: i + 1}}, nil, 0, 0, "", devices.Selector{})
 		}
 	}
 	wl, err := w.snapshot()
@@ -137,7 +137,7 @@ func TestObservedClassesKeyOnEverySelector(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w.observe(uid, devices.Demand{{Name: gpu, Count: 2}}, 1000, 1<<30, selectorKey(annotations), sel)
+		w.observe(uid, devices.Demand{{Name: gpu, Count: 2}}, nil, 1000, 1<<30, selectorKey(annotations), sel)
 	}
 	observe("bigmem", map[string]string{devices.AnnotationMinMemory: "60Gi"})
 	observe("ampere", map[string]string{devices.AnnotationFamilies: "ampere"})
