@@ -154,7 +154,7 @@ func Claim(ns, name, class string, count int64) *resourceapi.ResourceClaim {
 	return &resourceapi.ResourceClaim{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "/" + name)},
 		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
-			Name: "devices", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: class, Count: count},
+			Name: "devices", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: class, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: count},
 		}}}},
 	}
 }

@@ -27,4 +27,18 @@
 // selector rejects the node:
 //
 //	F(node) = Σ_class weight(class) · (free devices if the class cannot run there, else 0)
+//
+// DRA devices (drainventory.go, drafragmentation.go) are laid out in the
+// upstream allocator's first-fit order and measured in hardware units: a GPU
+// and its MIG partitions are one piece of hardware. Shared devices
+// (consumable capacity, KEP-5075, drashares.go) follow FGD's definition on
+// partial GPUs: a device's free share is what its allocations leave of its
+// capacities; a job asking for a share s can use devices with at least s
+// free, a job asking for whole devices only untouched ones, and the rest of
+// the node's free share is fragmented for that job:
+//
+//	F(node) = Σ_class weight(class) · (free share − Σ free share of the devices the class can use)
+//
+// FGD's example: free shares (1, 0.5, 0.2), jobs of half a GPU and of one GPU
+// equally likely: ½·0.2 + ½·0.7 = 0.45 GPU fragmented.
 package devices

@@ -44,12 +44,48 @@ func (d *NodeDevice) AboveCapacity() bool {
 }
 
 // NodeDevices is what a node object says about its device resources. It is
-// never modified once built: a changed node gets a new one.
+// never modified once built (a changed node gets a new one), but for the
+// free counts FreeAt remembers.
 type NodeDevices struct {
 	node *v1.Node
 	// Devices holds every device resource in the node's allocatable or
 	// capacity (zero counts included: a stale MIG profile is still judged).
 	Devices []NodeDevice
+	// free is what FreeAt computed for the node info generation freeGen.
+	free    []int64
+	freeGen int64
+}
+
+// FreeAt returns each device resource's free devices (allocatable minus
+// requested, at least 0; Devices' order) as RememberFree computed them for
+// the node info of generation gen, and false when it did so for another
+// generation (or never). A walk over every node per pod then reads the
+// node info's request map only on the nodes that changed since, which is
+// what such a walk cost.
+//
+// The generation is no perfect change signal: in v1.37.2 the snapshot's
+// AssumePod/ForgetPod (pod-group scheduling) change a node info's pods but
+// restore its old generation. Use these counts only where one off by such
+// a pod is harmless (DevicePack's scarcity weights), never to admit or
+// exclude a node. Not safe for concurrent use: call FreeAt and
+// RememberFree from one goroutine per scheduling cycle (PreFilter).
+func (n *NodeDevices) FreeAt(gen int64) ([]int64, bool) {
+	return n.free, n.free != nil && n.freeGen == gen
+}
+
+// RememberFree computes the free counts from the node info's scalar
+// requests and remembers them for generation gen (FreeAt).
+func (n *NodeDevices) RememberFree(gen int64, requested map[v1.ResourceName]int64) []int64 {
+	free := n.free
+	if free == nil {
+		free = make([]int64, len(n.Devices))
+	}
+	for i := range n.Devices {
+		d := &n.Devices[i]
+		free[i] = max(d.Allocatable-requested[d.Resource], 0)
+	}
+	n.free, n.freeGen = free, gen
+	return free
 }
 
 // Find returns the node's device resource name, or nil.

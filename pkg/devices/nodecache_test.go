@@ -119,3 +119,32 @@ func TestNodeCacheKindBound(t *testing.T) {
 		t.Errorf("after the reset: want 5 kinds and 5 nodes, got %d and %d", len(kinds), c.Len())
 	}
 }
+
+// TestNodeDevicesFreeAt: free counts are remembered per node info
+// generation and computed again for another.
+func TestNodeDevicesFreeAt(t *testing.T) {
+	set, err := NewResourceSet(DefaultResourcePatterns())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewNodeCache(set)
+	a := cacheNode("a", "NVIDIA-L4", "4", "4")
+	c.Refresh(slices.Values([]*v1.Node{a}), true, nil)
+	e := c.Lookup(a)
+	gpu := slices.IndexFunc(e.Devices, func(d NodeDevice) bool { return d.Resource == NVIDIAGPU })
+	if _, ok := e.FreeAt(1); ok {
+		t.Fatal("nothing remembered yet")
+	}
+	if free := e.RememberFree(1, map[v1.ResourceName]int64{NVIDIAGPU: 3}); free[gpu] != 1 {
+		t.Errorf("4 allocatable, 3 requested: got %v free", free[gpu])
+	}
+	if free, ok := e.FreeAt(1); !ok || free[gpu] != 1 {
+		t.Errorf("generation 1 again: got %v, %v", free, ok)
+	}
+	if _, ok := e.FreeAt(2); ok {
+		t.Error("another generation must be computed again")
+	}
+	if free := e.RememberFree(2, map[v1.ResourceName]int64{NVIDIAGPU: 9}); free[gpu] != 0 {
+		t.Errorf("more requested than allocatable: got %v, want 0", free[gpu])
+	}
+}

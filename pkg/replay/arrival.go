@@ -20,20 +20,26 @@ const (
 	// FractionalSkip drops such pods from the trace (and from the workload
 	// distribution).
 	FractionalSkip Fractional = "skip"
+	// FractionalDRAShares keeps the fraction: the GPUs are shared DRA
+	// devices (consumable capacity, KEP-5075) publishing shares: 1000, and
+	// such a pod brings a ResourceClaim for one GPU asking for gpu_milli
+	// shares of it. Allocation is counted in milli-GPU, as FGD counts it.
+	// Needs --devices dra.
+	FractionalDRAShares Fractional = "dra-shares"
 )
 
 // ParseFractional reads the --fractional flag.
 func ParseFractional(s string) (Fractional, error) {
 	switch f := Fractional(s); f {
-	case FractionalRoundUp, FractionalSkip:
+	case FractionalRoundUp, FractionalSkip, FractionalDRAShares:
 		return f, nil
 	}
-	return "", fmt.Errorf("--fractional: %q is neither %q nor %q", s, FractionalRoundUp, FractionalSkip)
+	return "", fmt.Errorf("--fractional: %q is not %q, %q or %q", s, FractionalRoundUp, FractionalSkip, FractionalDRAShares)
 }
 
 // ApplyFractional returns the pods with fractional requests handled, and
-// how many were changed (round-up) or dropped (skip). The input is not
-// modified.
+// how many were changed (round-up), dropped (skip) or kept as shares
+// (dra-shares). The input is not modified.
 func ApplyFractional(pods []PodSpec, mode Fractional) ([]PodSpec, int, error) {
 	out := make([]PodSpec, 0, len(pods))
 	n := 0
@@ -45,6 +51,7 @@ func ApplyFractional(pods []PodSpec, mode Fractional) ([]PodSpec, int, error) {
 				p.GPUMilli = 1000
 			case FractionalSkip:
 				continue
+			case FractionalDRAShares:
 			default:
 				return nil, 0, fmt.Errorf("unknown fractional mode %q", mode)
 			}
@@ -95,7 +102,8 @@ type Arrival struct {
 
 // Arrivals builds the pod sequence with FGD's method
 // (TunePodsByNodeTotalResource in hkust-adsl/kubernetes-scheduler-simulator),
-// counting whole devices:
+// counting devices in milli-GPU as FGD does (a whole device is 1000, a
+// share its gpu_milli; with fractions rounded up or skipped, whole devices):
 //
 //  1. Order: the file order, or sorted by name and shuffled with the seed.
 //  2. Tune (if > 0), with target = Tune × capacity devices:
@@ -133,16 +141,20 @@ func Arrivals(pods []PodSpec, capacity int64, o ArrivalOptions) ([]Arrival, erro
 	if capacity <= 0 {
 		return nil, errors.New("--tune needs a fleet with devices")
 	}
+	// total is in milli-GPU; over reports whether a total passes the
+	// target of Tune × capacity devices. The division is exact for whole
+	// devices, so integer traces tune exactly as they did in device units.
 	var total int64
 	for _, a := range seq {
-		total += a.Pod.GPUs
+		total += a.Pod.MilliGPUs()
 	}
 	if total == 0 {
 		return nil, errors.New("--tune needs pods that request devices")
 	}
 	target := o.Tune * float64(capacity)
+	over := func(milli int64) bool { return float64(milli)/1000 > target }
 	switch {
-	case float64(total) < target:
+	case float64(total)/1000 < target:
 		pool := make([]*PodSpec, len(pods))
 		for i := range pods {
 			pool[i] = &pods[i]
@@ -150,16 +162,16 @@ func Arrivals(pods []PodSpec, capacity int64, o ArrivalOptions) ([]Arrival, erro
 		slices.SortStableFunc(pool, func(a, b *PodSpec) int { return strings.Compare(a.Name, b.Name) })
 		for k := 0; ; k++ {
 			p := pool[r.intn(len(pool))]
-			if float64(total+p.GPUs) > target {
+			if over(total + p.MilliGPUs()) {
 				break
 			}
-			total += p.GPUs
+			total += p.MilliGPUs()
 			seq = append(seq, Arrival{Pod: p, Name: fmt.Sprintf("%s-tuned-%d", p.Name, k)})
 		}
-	case float64(total) > target:
-		for float64(total) > target {
+	case over(total):
+		for over(total) {
 			i := r.intn(len(seq))
-			total -= seq[i].Pod.GPUs
+			total -= seq[i].Pod.MilliGPUs()
 			seq = slices.Delete(seq, i, i+1)
 		}
 	}

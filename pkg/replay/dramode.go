@@ -5,6 +5,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
@@ -50,8 +51,10 @@ func asDRANode(n *v1.Node) {
 }
 
 // draObjects are the fleet's ResourceSlices (one per device node, its GPUs
-// named gpu-0…, productName the trace's model) and the DeviceClass.
-func draObjects(fleet []NodeSpec) []runtime.Object {
+// named gpu-0…, productName the trace's model) and the DeviceClass; with
+// shared, the GPUs are shared devices of sharesPerGPU shares
+// (sharesmode.go).
+func draObjects(fleet []NodeSpec, shared bool) []runtime.Object {
 	objs := []runtime.Object{nvdra.Class(draClassName, nvdra.WholeGPUs, string(DeviceResource))}
 	for i := range fleet {
 		n := &fleet[i]
@@ -66,6 +69,12 @@ func draObjects(fleet []NodeSpec) []runtime.Object {
 					"type":        {StringValue: ptr.To("gpu")},
 					"productName": {StringValue: ptr.To(n.Model)},
 				},
+			}
+			if shared {
+				devs[j].AllowMultipleAllocations = ptr.To(true)
+				devs[j].Capacity = map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{
+					nvdra.Shares: {Value: *resource.NewQuantity(sharesPerGPU, resource.DecimalSI)},
+				}
 			}
 		}
 		objs = append(objs, nvdra.NodeSlice(n.Name, devs...))

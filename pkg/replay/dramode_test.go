@@ -1,6 +1,8 @@
 package replay
 
 import (
+	"context"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -37,5 +39,37 @@ func TestDRAMode(t *testing.T) {
 	}
 	if diff := cmp.Diff(byMode[DevicesPlugin].Policies[0].Placements, byMode[DevicesDRA].Policies[0].Placements); diff != "" {
 		t.Errorf("devicefit on mixed.yaml: device-plugin and DRA placements differ (-plugin,+dra):\n%s\nplugin %q\ndra    %q", diff, byMode[DevicesPlugin].Policies[0].Placements, byMode[DevicesDRA].Policies[0].Placements)
+	}
+}
+
+// TestSharesMode: --fractional dra-shares. The halves are claims for 500
+// shares of one shared GPU; upstream DynamicResources allocates them (the
+// replay checks after each policy that the allocator's shares per GPU are
+// those its first-fit model placed). The default profile spreads them and
+// strands the 2-GPU job; devicefit packs both on one GPU of one node.
+// Allocation is in milli-GPU: the two halves and the job are 3000 of 4000.
+func TestSharesMode(t *testing.T) {
+	nodes, pods := load(t, "testdata/shares.yaml", "testdata/shares.yaml")
+	res := run(t, Config{Nodes: nodes, Pods: pods, Fractional: FractionalDRAShares, Arrival: exact,
+		Policies: policies(t, PolicyDefault, PolicyDeviceFit), Engine: EngineOptions{Devices: DevicesDRA}})
+	want := map[string][]string{
+		PolicyDefault:   {"gpu-0", "gpu-1", ""},
+		PolicyDeviceFit: {"gpu-0", "gpu-0", "gpu-1"},
+	}
+	wantAllocated := map[string]float64{PolicyDefault: 25, PolicyDeviceFit: 75}
+	for _, p := range res.Policies {
+		if diff := cmp.Diff(want[p.Name], p.Placements); diff != "" {
+			t.Errorf("%s placements with shares (-want,+got):\n%s", p.Name, diff)
+		}
+		if p.Final.AllocatedPct != wantAllocated[p.Name] {
+			t.Errorf("%s: allocated %v%% of the milli-GPU, want %v%%", p.Name, p.Final.AllocatedPct, wantAllocated[p.Name])
+		}
+	}
+	if res.FractionalPods != 2 {
+		t.Errorf("fractional pods: got %d, want 2", res.FractionalPods)
+	}
+	if _, err := Run(context.Background(), Config{Nodes: nodes, Pods: pods, Fractional: FractionalDRAShares, Arrival: exact,
+		Policies: policies(t, PolicyDeviceFit)}); err == nil || !strings.Contains(err.Error(), "--devices dra") {
+		t.Errorf("dra-shares without --devices dra: want an error naming it, got %v", err)
 	}
 }

@@ -60,6 +60,10 @@ type EngineOptions struct {
 	// Devices is how the fleet's devices reach the scheduler: a device
 	// plugin (default) or DRA ResourceSlices (dramode.go).
 	Devices DeviceMode
+	// Shares: the GPUs are shared DRA devices and fractional pods ask for
+	// shares of one through claims (--fractional dra-shares,
+	// sharesmode.go). Needs Devices dra.
+	Shares bool
 }
 
 var metricsOnce sync.Once
@@ -165,7 +169,7 @@ func prescreenApplies(fw framework.Framework, profile *schedconfig.KubeScheduler
 // scheduler.New does for a profile, over an in-memory snapshot of the
 // fleet and an empty fake API (informers for the plugins that list
 // volumes, DRA objects and the like see nothing).
-func newSimulation(ctx context.Context, pol Policy, fleet []NodeSpec, wl *devices.Workload, opts EngineOptions) (*simulation, error) {
+func newSimulation(ctx context.Context, pol Policy, fleet []NodeSpec, arrivals []Arrival, wl *devices.Workload, opts EngineOptions) (*simulation, error) {
 	initMetrics()
 	registry, err := Registry()
 	if err != nil {
@@ -182,7 +186,11 @@ func newSimulation(ctx context.Context, pol Policy, fleet []NodeSpec, wl *device
 	par := max(opts.Parallelism, 1)
 	client := fake.NewClientset()
 	if opts.Devices == DevicesDRA {
-		client = fake.NewClientset(draObjects(fleet)...)
+		objs := draObjects(fleet, opts.Shares)
+		if opts.Shares {
+			objs = append(objs, shareClaims(arrivals)...)
+		}
+		client = fake.NewClientset(objs...)
 	}
 	fw, err := newFramework(ctx, pol, registry, client, snap, par)
 	if err != nil {
@@ -219,6 +227,9 @@ func newSimulation(ctx context.Context, pol Policy, fleet []NodeSpec, wl *device
 	}
 	s.prescreen = !opts.NoPrescreen && prescreenApplies(fw, &profile)
 	s.metrics = newTracker(fleet, v1Nodes, wl)
+	if opts.Shares {
+		s.metrics.withShares(newShareTracker(fleet))
+	}
 	for i := range s.nodes {
 		s.metrics.update(i, s.nodes[i])
 		s.refresh(i)
@@ -545,7 +556,10 @@ func RunPolicy(ctx context.Context, pol Policy, fleet []NodeSpec, arrivals []Arr
 	begin := time.Now()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s, err := newSimulation(ctx, pol, fleet, wl, opts)
+	if opts.Shares && opts.Devices != DevicesDRA {
+		return nil, fmt.Errorf("--fractional %s needs --devices %s", FractionalDRAShares, DevicesDRA)
+	}
+	s, err := newSimulation(ctx, pol, fleet, arrivals, wl, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -571,13 +585,18 @@ func RunPolicy(ctx context.Context, pol Policy, fleet []NodeSpec, arrivals []Arr
 		}
 		a := &arrivals[i]
 		// Points up to the arrived percent this pod will push past.
-		after := m.arrived + a.Pod.GPUs
+		after := m.arrived + a.Pod.MilliGPUs()
 		for nextPoint*m.capacity < 100*after {
 			res.Points = append(res.Points, m.point(i).at(nextPoint))
 			nextPoint++
 		}
 		pod := NewPod(a, "replay-"+strconv.Itoa(i), pol.Profile.SchedulerName, s.style)
 		s.request = podRequest{milliCPU: a.Pod.MilliCPU, memory: a.Pod.MemoryMiB << 20, devices: a.Pod.GPUs}
+		share := opts.Shares && a.Pod.Fractional()
+		if share {
+			withShareClaim(pod, a)
+			s.request.devices = 0
+		}
 		out, err := s.schedule(ctx, pod)
 		if err != nil {
 			return nil, fmt.Errorf("policy %s, pod %s (%s): %w", pol.Name, a.Name, a.Pod.Source, err)
@@ -594,7 +613,12 @@ func RunPolicy(ctx context.Context, pol Policy, fleet []NodeSpec, arrivals []Arr
 			res.Failures = append(res.Failures, Failure{Index: i, ArrivedPct: round2(100 * float64(after) / float64(m.capacity)),
 				Pod: a.Pod, Name: a.Name, RejectedBy: out.rejectedBy})
 		} else {
-			m.allocated += a.Pod.GPUs
+			m.allocated += a.Pod.MilliGPUs()
+			if m.shares != nil {
+				if err := m.shares.place(out.node, a.Pod); err != nil {
+					return nil, fmt.Errorf("policy %s, pod %s: %w", pol.Name, a.Name, err)
+				}
+			}
 			m.update(out.node, s.nodes[out.node])
 			res.Placements[i] = s.nodes[out.node].Node().Name
 		}
@@ -610,8 +634,13 @@ func RunPolicy(ctx context.Context, pol Policy, fleet []NodeSpec, arrivals []Arr
 		nextPoint++
 	}
 	res.Final = m.point(len(arrivals))
-	if opts.Devices == DevicesDRA {
-		if err := s.checkDRA(m.allocated); err != nil {
+	switch {
+	case opts.Shares:
+		if err := s.checkShares(m.shares, fleet, m.allocated); err != nil {
+			return nil, fmt.Errorf("policy %s: %w", pol.Name, err)
+		}
+	case opts.Devices == DevicesDRA:
+		if err := s.checkDRA(m.allocated / 1000); err != nil {
 			return nil, fmt.Errorf("policy %s: %w", pol.Name, err)
 		}
 	}

@@ -6,11 +6,14 @@ import (
 	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/devicefit/devicefit/internal/nvdra"
 	"github.com/devicefit/devicefit/pkg/devices"
 )
 
 // tracker keeps the device metrics of a replay. Stranded devices are kept
-// per node and recomputed only for the node a pod lands on.
+// per node and recomputed only for the node a pod lands on. Capacity,
+// arrived and allocated demand are in milli-GPU (FGD's unit; whole devices
+// are 1000 each).
 type tracker struct {
 	capacity             int64
 	arrived, allocated   int64
@@ -22,11 +25,18 @@ type tracker struct {
 	deviceNode           []bool
 	// gpus is each node's devices (in DRA mode no node advertises them).
 	gpus []int64
+	// shares models the shared GPUs in dra-shares mode (nil otherwise);
+	// accept is each node's acceptance per class, need each class's share
+	// of one GPU (1 for whole devices), partial a scratch slice.
+	shares  *shareTracker
+	accept  [][]bool
+	need    []float64
+	partial []float64
 }
 
 func newTracker(fleet []NodeSpec, nodes []*v1.Node, wl *devices.Workload) *tracker {
 	t := &tracker{
-		capacity:   Capacity(fleet),
+		capacity:   Capacity(fleet) * 1000,
 		workload:   wl,
 		labels:     devices.NewDeviceLabels(DeviceResource),
 		device:     make([]devices.Device, len(nodes)),
@@ -42,12 +52,47 @@ func newTracker(fleet []NodeSpec, nodes []*v1.Node, wl *devices.Workload) *track
 	return t
 }
 
-// update recomputes node i's stranded devices from its NodeInfo.
+// withShares makes t measure shared GPUs (dra-shares mode) by st.
+func (t *tracker) withShares(st *shareTracker) {
+	t.shares = st
+	if t.workload == nil {
+		return
+	}
+	t.accept = make([][]bool, len(t.device))
+	for i := range t.device {
+		if t.deviceNode[i] {
+			t.accept[i] = t.workload.Acceptance(DeviceResource, t.device[i])
+		}
+	}
+	classes := t.workload.Classes()
+	t.need = make([]float64, len(classes))
+	for i := range classes {
+		t.need[i] = 1
+		if milli, ok := classes[i].Capacity.Amount(nvdra.Shares); ok {
+			t.need[i] = float64(milli) / 1000 / sharesPerGPU
+		}
+	}
+}
+
+// update recomputes node i's stranded devices from its NodeInfo (and, in
+// dra-shares mode, the shares model: FGD's measure on partial GPUs).
 func (t *tracker) update(i int, ni fwk.NodeInfo) {
 	if t.workload == nil || !t.deviceNode[i] {
 		return
 	}
 	alloc, req := ni.GetAllocatable(), ni.GetRequested()
+	if t.shares != nil {
+		untouched, partial := t.shares.free(i, t.partial[:0])
+		t.partial = partial[:0]
+		capacity := float64(untouched)
+		for _, p := range partial {
+			capacity += p
+		}
+		t.stranded[i] = t.workload.StrandedDRA([]devices.DRAFree{{
+			Resource: DeviceResource, Free: untouched, Size: 1, Accept: t.accept[i], Partial: partial, Need: t.need,
+		}}, capacity, max(alloc.GetMilliCPU()-req.GetMilliCPU(), 0), max(alloc.GetMemory()-req.GetMemory(), 0))
+		return
+	}
 	free := t.gpus[i] - req.GetScalarResources()[DeviceResource]
 	t.stranded[i] = t.workload.Stranded(devices.NodeFree{
 		Resource:    DeviceResource,
@@ -71,7 +116,7 @@ func (t *tracker) point(pods int) Point {
 		ArrivedExactPct:  arrived,
 		AllocatedPct:     round2(100 * float64(t.allocated) / c),
 		UnallocatedPct:   round2(100 * float64(t.capacity-t.allocated) / c),
-		FragmentedPct:    round2(100 * stranded / c),
+		FragmentedPct:    round2(100 * stranded * 1000 / c),
 		FailedPods:       t.failed,
 		FailedDevicePods: t.failedDevice,
 		Pods:             pods,

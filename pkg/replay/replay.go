@@ -75,6 +75,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if capacity == 0 {
 		return nil, errors.New("the fleet has no devices")
 	}
+	cfg.Engine.Shares = cfg.Fractional == FractionalDRAShares
+	if cfg.Engine.Shares && cfg.Engine.Devices != DevicesDRA {
+		return nil, fmt.Errorf("--fractional %s needs --devices %s: the shares are DRA consumable capacity", FractionalDRAShares, DevicesDRA)
+	}
 	pods, nFrac, err := ApplyFractional(cfg.Pods, cfg.Fractional)
 	if err != nil {
 		return nil, err

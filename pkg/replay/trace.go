@@ -53,6 +53,15 @@ type PodSpec struct {
 // Fractional reports whether the pod asks for a share of one device.
 func (p *PodSpec) Fractional() bool { return p.GPUs == 1 && p.GPUMilli < 1000 }
 
+// MilliGPUs is the pod's device demand in milli-GPU, as FGD counts it: its
+// share for a fractional pod, 1000 per device otherwise.
+func (p *PodSpec) MilliGPUs() int64 {
+	if p.Fractional() {
+		return p.GPUMilli
+	}
+	return p.GPUs * 1000
+}
+
 // ParseError locates a problem in an input file. Line and Column are
 // 1-based; Column is 0 when the problem concerns a whole row.
 type ParseError struct {

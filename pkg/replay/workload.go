@@ -14,11 +14,14 @@ import (
 // accepted models), weighted by how often each occurs. This is FGD's
 // "typical pods" made discrete. Pass the trace's own pods (after
 // ApplyFractional), not the tuned sequence: the copies only repeat them.
-// Classes are sorted, so the same pods give the same workload.
+// Classes are sorted, so the same pods give the same workload. A pod
+// asking for a share of a device (kept by --fractional dra-shares) is a
+// class of its own share: its capacity request of shares, FGD's gpu_milli.
 func WorkloadClasses(pods []PodSpec) ([]devices.Class, error) {
 	type key struct {
 		gpus, cpu, mem int64
 		products       string
+		milli          int64
 	}
 	counts := map[key]int{}
 	for i := range pods {
@@ -26,17 +29,22 @@ func WorkloadClasses(pods []PodSpec) ([]devices.Class, error) {
 		if p.GPUs == 0 {
 			continue
 		}
+		k := key{p.GPUs, p.MilliCPU, p.MemoryMiB, strings.Join(p.Products, ","), 1000}
 		if p.Fractional() {
-			return nil, fmt.Errorf("pod %s (%s) asks for a share of a device; handle fractions first", p.Name, p.Source)
+			if p.GPUMilli <= 0 {
+				return nil, fmt.Errorf("pod %s (%s) asks for %d milli-GPU", p.Name, p.Source, p.GPUMilli)
+			}
+			k.milli = p.GPUMilli
 		}
-		counts[key{p.GPUs, p.MilliCPU, p.MemoryMiB, strings.Join(p.Products, ",")}]++
+		counts[k]++
 	}
 	keys := make([]key, 0, len(counts))
 	for k := range counts {
 		keys = append(keys, k)
 	}
 	slices.SortFunc(keys, func(a, b key) int {
-		return cmp.Or(cmp.Compare(a.gpus, b.gpus), cmp.Compare(a.cpu, b.cpu), cmp.Compare(a.mem, b.mem), strings.Compare(a.products, b.products))
+		return cmp.Or(cmp.Compare(a.gpus, b.gpus), cmp.Compare(a.cpu, b.cpu), cmp.Compare(a.mem, b.mem), strings.Compare(a.products, b.products),
+			cmp.Compare(a.milli, b.milli))
 	})
 	classes := make([]devices.Class, 0, len(keys))
 	for _, k := range keys {
@@ -46,6 +54,9 @@ func WorkloadClasses(pods []PodSpec) ([]devices.Class, error) {
 			MilliCPU:    k.cpu,
 			MemoryBytes: k.mem << 20,
 			Weight:      float64(counts[k]),
+		}
+		if k.milli < 1000 {
+			c.Capacity = sharesRequest(k.milli)
 		}
 		if k.products != "" {
 			sel, err := devices.ParseSelector(map[string]string{devices.AnnotationProducts: k.products})

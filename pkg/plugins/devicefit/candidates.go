@@ -138,21 +138,25 @@ func (s *preFilterState) scan(pod *v1.Pod, nodes []fwk.NodeInfo) {
 
 // addFree adds the node's free devices to s.free, by kind: what DevicePack
 // counts for scarcity over the whole cluster, gathered on this walk so
-// that it need not walk again (pkg/plugins/shared).
+// that it need not walk again (pkg/plugins/shared). The counts are
+// remembered per node info generation (NodeDevices.FreeAt): scarcity is a
+// weight, and reading every node's request map per pod was most of this
+// walk's cost.
 func (s *preFilterState) addFree(ni fwk.NodeInfo, e *devices.NodeDevices) {
-	if s.free == nil || e == nil || len(e.Devices) == 0 {
+	if s.free == nil || e == nil || !e.HasDevices() {
 		return
 	}
-	var req map[v1.ResourceName]int64
+	gen := ni.GetGeneration()
+	free, ok := e.FreeAt(gen)
+	if !ok {
+		free = e.RememberFree(gen, ni.GetRequested().GetScalarResources())
+	}
 	for i := range e.Devices {
 		d := &e.Devices[i]
 		if d.Allocatable <= 0 || d.Kind < 0 || d.Kind >= len(s.free) {
 			continue
 		}
-		if req == nil {
-			req = ni.GetRequested().GetScalarResources()
-		}
-		s.free[d.Kind] += max(d.Allocatable-req[d.Resource], 0)
+		s.free[d.Kind] += free[i]
 	}
 }
 

@@ -1,0 +1,178 @@
+package replay
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/dynamic-resource-allocation/structured"
+	"k8s.io/utils/ptr"
+
+	"github.com/devicefit/devicefit/internal/nvdra"
+	"github.com/devicefit/devicefit/pkg/devices"
+)
+
+// --fractional dra-shares (FractionalDRAShares): the fleet's GPUs are
+// shared DRA devices (allowMultipleAllocations) publishing shares: 1000
+// (nvdra.Shares, as NVIDIA's DRA driver does under its ConsumableShares
+// gate). A pod asking for a fraction of a GPU brings a ResourceClaim for
+// one GPU of the class with capacity.requests {shares: gpu_milli}, and,
+// when it names models, a CEL selector on productName; the upstream
+// allocator gives it the first GPU of the chosen node with that many
+// shares left. Whole-GPU pods still ask nvidia.com/gpu, which the class
+// serves (KEP-5004): their claim asks for no capacity, so it takes all the
+// shares of untouched GPUs. Allocation is counted in milli-GPU, FGD's unit.
+
+// sharesPerGPU is the shares capacity of one GPU: FGD's milli-GPU.
+const sharesPerGPU = 1000
+
+// sharesRequest is the capacity request of milli shares.
+func sharesRequest(milli int64) devices.CapacityRequest {
+	return devices.NewCapacityRequest(&resourceapi.CapacityRequirements{
+		Requests: map[resourceapi.QualifiedName]resource.Quantity{nvdra.Shares: *resource.NewQuantity(milli, resource.DecimalSI)},
+	})
+}
+
+// shareClaimName is the ResourceClaim of a fractional arrival.
+func shareClaimName(a *Arrival) string { return a.Name + "-gpu" }
+
+// shareClaims are the claims of the fractional arrivals, created with the
+// fleet so that the scheduler's claim cache holds them before the first pod.
+func shareClaims(arrivals []Arrival) []runtime.Object {
+	var out []runtime.Object
+	for i := range arrivals {
+		a := &arrivals[i]
+		if !a.Pod.Fractional() {
+			continue
+		}
+		c := nvdra.ShareClaim(Namespace, shareClaimName(a), draClassName, a.Pod.GPUMilli)
+		if len(a.Pod.Products) > 0 {
+			c.Spec.Devices.Requests[0].Exactly.Selectors = []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+				Expression: productSelector(a.Pod.Products),
+			}}}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// productSelector is the CEL of "one of these models" on the productName
+// the fleet's slices publish.
+func productSelector(products []string) string {
+	quoted := make([]string, len(products))
+	for i, p := range products {
+		quoted[i] = strconv.Quote(p)
+	}
+	return fmt.Sprintf(`device.attributes["%s"].productName in [%s]`, nvdra.Driver, strings.Join(quoted, ", "))
+}
+
+// withShareClaim makes pod, a fractional arrival's, ask for its share
+// through its claim instead of nvidia.com/gpu. The model it accepts is in
+// the claim's CEL; the devicefit.io annotation goes, since DeviceFit leaves
+// claims' devices to their CEL.
+func withShareClaim(pod *v1.Pod, a *Arrival) {
+	c := &pod.Spec.Containers[0]
+	delete(c.Resources.Requests, DeviceResource)
+	delete(c.Resources.Limits, DeviceResource)
+	c.Resources.Claims = []v1.ResourceClaim{{Name: "gpu"}}
+	pod.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To(shareClaimName(a))}}
+	delete(pod.Annotations, devices.AnnotationProducts)
+}
+
+// shareTracker models what the allocator does with the shares of each
+// node's GPUs: first fit in device order (gpu-0, gpu-1, …, one slice per
+// node), a share on the first GPU with room, whole GPUs on untouched ones.
+// The fragmentation metric reads it after every placement; checkShares
+// compares it with the allocator's own allocated state at the end, so a
+// model that strays fails the replay.
+type shareTracker struct {
+	used [][]int64 // per node, per GPU: shares consumed
+}
+
+func newShareTracker(fleet []NodeSpec) *shareTracker {
+	t := &shareTracker{used: make([][]int64, len(fleet))}
+	for i := range fleet {
+		t.used[i] = make([]int64, max(fleet[i].GPUs, 0))
+	}
+	return t
+}
+
+// place records pod p on node i.
+func (t *shareTracker) place(i int, p *PodSpec) error {
+	gpus := t.used[i]
+	if p.Fractional() {
+		for j, u := range gpus {
+			if u+p.GPUMilli <= sharesPerGPU {
+				gpus[j] += p.GPUMilli
+				return nil
+			}
+		}
+		return fmt.Errorf("no GPU of node %d has %d shares left, yet the pod was placed there", i, p.GPUMilli)
+	}
+	need := p.GPUs
+	for j := range gpus {
+		if need > 0 && gpus[j] == 0 {
+			gpus[j] = sharesPerGPU
+			need--
+		}
+	}
+	if need > 0 {
+		return fmt.Errorf("node %d has fewer than %d untouched GPUs, yet the pod was placed there", i, p.GPUs)
+	}
+	return nil
+}
+
+// free returns node i's untouched GPUs and the free shares (fractions of a
+// GPU) of those partly used, appended to partial.
+func (t *shareTracker) free(i int, partial []float64) (int64, []float64) {
+	var untouched int64
+	for _, u := range t.used[i] {
+		switch {
+		case u == 0:
+			untouched++
+		case u < sharesPerGPU:
+			partial = append(partial, float64(sharesPerGPU-u)/sharesPerGPU)
+		}
+	}
+	return untouched, partial
+}
+
+// checkShares is the shares mode's invariant: the shares the allocator's
+// allocated state says each GPU has given (in-flight allocations, as the
+// replay stops each pod after Reserve) are those the model placed, their
+// sum is the milli-GPU the bound pods asked for, and no GPU is held whole
+// (every allocation of a shared device is a share).
+func (s *simulation) checkShares(t *shareTracker, fleet []NodeSpec, placed int64) error {
+	state, err := s.fw.SharedDRAManager().ResourceClaims().GatherAllocatedState()
+	if err != nil {
+		return err
+	}
+	if n := len(state.AllocatedDevices); n != 0 {
+		return fmt.Errorf("%d shared GPUs are allocated whole", n)
+	}
+	var sum int64
+	for i := range fleet {
+		for j, want := range t.used[i] {
+			id := structured.MakeDeviceID(nvdra.Driver, fleet[i].Name, "gpu-"+strconv.Itoa(j))
+			var got int64
+			if c := state.AggregatedCapacity[id]; c != nil && c[nvdra.Shares] != nil {
+				got = c[nvdra.Shares].Value()
+			}
+			if got != want {
+				return fmt.Errorf("GPU %s: the allocator gave %d shares, the model %d", id, got, want)
+			}
+			if got > sharesPerGPU {
+				return fmt.Errorf("GPU %s: %d shares allocated of %d", id, got, sharesPerGPU)
+			}
+			sum += got
+		}
+	}
+	if sum != placed {
+		return fmt.Errorf("claims hold %d shares, the bound pods asked for %d milli-GPU", sum, placed)
+	}
+	return nil
+}
