@@ -340,7 +340,16 @@ func TestWorkloadClasses(t *testing.T) {
 	if diff := cmp.Diff(want, g, cmp.AllowUnexported(got{})); diff != "" {
 		t.Errorf("classes (-want,+got):\n%s", diff)
 	}
-	if _, err := WorkloadClasses([]PodSpec{{Name: "f", GPUs: 1, GPUMilli: 500}}); err == nil {
-		t.Error("a fractional pod made a class")
+	// A fractional pod (kept by dra-shares) is a class of its share: a
+	// capacity request of 500 shares, apart from whole-GPU pods.
+	shares, err := WorkloadClasses([]PodSpec{{Name: "f", GPUs: 1, GPUMilli: 500}, {Name: "w", GPUs: 1, GPUMilli: 1000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(shares) != 2 || shares[0].Capacity.Key() != "shares=500" || !shares[1].Capacity.Empty() {
+		t.Errorf("a half and a whole GPU: got %+v", shares)
+	}
+	if _, err := WorkloadClasses([]PodSpec{{Name: "z", GPUs: 1, GPUMilli: 0}}); err == nil {
+		t.Error("a pod asking for 0 milli-GPU made a class")
 	}
 }
