@@ -73,3 +73,27 @@ func TestSharesMode(t *testing.T) {
 		t.Errorf("dra-shares without --devices dra: want an error naming it, got %v", err)
 	}
 }
+
+// TestSharesPrescreen: in dra-shares mode the pre-screen judges the shared
+// GPUs by the shares model; it must change no placement, for any policy.
+// mixed.yaml has fractional pods of 300 milli-GPU among whole ones.
+func TestSharesPrescreen(t *testing.T) {
+	cfg := mixedConfig(t)
+	cfg.Fractional = FractionalDRAShares
+	cfg.Engine.Devices = DevicesDRA
+	screened := run(t, cfg)
+	cfg.Engine.NoPrescreen = true
+	full := run(t, cfg)
+	for i, p := range full.Policies {
+		q := screened.Policies[i]
+		if !cmp.Equal(p.Placements, q.Placements) || !cmp.Equal(p.Points, q.Points) || p.Final != q.Final {
+			t.Errorf("%s: the pre-screen changed the shares replay:\n%s", p.Name, cmp.Diff(p.Placements, q.Placements))
+		}
+	}
+	if screened.FractionalPods == 0 {
+		t.Fatal("mixed.yaml has no fractional pod to share a GPU")
+	}
+	if f := screened.Policies[0].Final; f.AllocatedPct == 0 || f.FailedPods == 0 {
+		t.Errorf("the scenario should place and fail pods: %+v", f)
+	}
+}

@@ -98,21 +98,29 @@ type simulation struct {
 	failed  map[string]int
 
 	// prescreen: see canFit. free is what each node has left, kept
-	// up to date as pods are assumed; gpus is each node's devices.
+	// up to date as pods are assumed; gpus is each node's devices; shares
+	// the shares model in dra-shares mode.
 	prescreen bool
+	shares    *shareTracker
 	gpus      []int64
 	request   podRequest
 	free      []podRequest
 	slots     []int
 }
 
-// podRequest is what NodeResourcesFit checks of a replay pod.
+// podRequest is what NodeResourcesFit checks of a replay pod; share is a
+// fractional pod's shares in dra-shares mode (DynamicResources checks it).
 type podRequest struct {
 	milliCPU, memory, devices int64
+	share                     int64
 }
 
-// rejectedByFit is the status of a node the pre-screen turned away.
-var rejectedByFit = fwk.NewStatus(fwk.Unschedulable, "insufficient resources (replay pre-screen)").WithPlugin(names.NodeResourcesFit)
+// rejectedByFit is the status of a node the pre-screen turned away;
+// rejectedByDRA that of one whose shared GPUs it found too full.
+var (
+	rejectedByFit = fwk.NewStatus(fwk.Unschedulable, "insufficient resources (replay pre-screen)").WithPlugin(names.NodeResourcesFit)
+	rejectedByDRA = fwk.NewStatus(fwk.Unschedulable, "cannot allocate all claims (replay pre-screen)").WithPlugin(names.DynamicResources)
+)
 
 // canFit is the replay's capacity pre-screen: false when the node lacks the
 // pod slot, cpu, memory or devices the pod requests, which NodeResourcesFit's
@@ -123,12 +131,29 @@ var rejectedByFit = fwk.NewStatus(fwk.Unschedulable, "insufficient resources (re
 // NodeResourcesFit spends most of its time validating the extended resource
 // name on every node. Placements are unchanged (--no-prescreen checks
 // that); only the plugin named for a failed pod on such a node may differ.
-func (s *simulation) canFit(i int) bool {
+//
+// In dra-shares mode the devices are judged by the shares model instead
+// (shareTracker.fits: a GPU with the share left, or enough untouched GPUs),
+// as the allocator's first fit would; the model is checked against the
+// allocator after every replay, and the tests compare placements with the
+// pre-screen off.
+func (s *simulation) canFit(i int) *fwk.Status {
 	r, f := &s.request, &s.free[i]
-	return s.slots[i] > 0 &&
-		(r.milliCPU == 0 || r.milliCPU <= f.milliCPU) &&
-		(r.memory == 0 || r.memory <= f.memory) &&
-		(r.devices == 0 || r.devices <= f.devices)
+	if s.slots[i] <= 0 ||
+		(r.milliCPU != 0 && r.milliCPU > f.milliCPU) ||
+		(r.memory != 0 && r.memory > f.memory) {
+		return rejectedByFit
+	}
+	if s.shares != nil {
+		if !s.shares.fits(i, r.devices, r.share) {
+			return rejectedByDRA
+		}
+		return nil
+	}
+	if r.devices != 0 && r.devices > f.devices {
+		return rejectedByFit
+	}
+	return nil
 }
 
 // refresh reads what node i has left from its NodeInfo.
@@ -228,7 +253,8 @@ func newSimulation(ctx context.Context, pol Policy, fleet []NodeSpec, arrivals [
 	s.prescreen = !opts.NoPrescreen && prescreenApplies(fw, &profile)
 	s.metrics = newTracker(fleet, v1Nodes, wl)
 	if opts.Shares {
-		s.metrics.withShares(newShareTracker(fleet))
+		s.shares = newShareTracker(fleet)
+		s.metrics.withShares(s.shares)
 	}
 	for i := range s.nodes {
 		s.metrics.update(i, s.nodes[i])
@@ -427,9 +453,11 @@ func (s *simulation) filter(ctx context.Context, state fwk.CycleState, pod *v1.P
 		}
 		s.fw.Parallelizer().Until(ctx, chunk, func(k int) {
 			idx := s.order[(start+off+k)%n]
-			if s.prescreen && !s.canFit(idx) {
-				s.statuses[off+k] = rejectedByFit
-				return
+			if s.prescreen {
+				if st := s.canFit(idx); st != nil {
+					s.statuses[off+k] = st
+					return
+				}
 			}
 			s.statuses[off+k] = s.fw.RunFilterPlugins(ctx, state, pod, s.nodes[idx])
 		}, "Filter")
@@ -595,7 +623,7 @@ func RunPolicy(ctx context.Context, pol Policy, fleet []NodeSpec, arrivals []Arr
 		share := opts.Shares && a.Pod.Fractional()
 		if share {
 			withShareClaim(pod, a)
-			s.request.devices = 0
+			s.request.devices, s.request.share = 0, a.Pod.GPUMilli
 		}
 		out, err := s.schedule(ctx, pod)
 		if err != nil {

@@ -126,6 +126,22 @@ func (t *shareTracker) place(i int, p *PodSpec) error {
 	return nil
 }
 
+// fits reports whether node i has a GPU with share shares left (share > 0)
+// or whole untouched GPUs: whether the allocator's first fit could place
+// such a request there, product selectors aside.
+func (t *shareTracker) fits(i int, whole, share int64) bool {
+	var untouched int64
+	for _, u := range t.used[i] {
+		if share > 0 && u+share <= sharesPerGPU {
+			return true
+		}
+		if u == 0 {
+			untouched++
+		}
+	}
+	return share <= 0 && untouched >= whole
+}
+
 // free returns node i's untouched GPUs and the free shares (fractions of a
 // GPU) of those partly used, appended to partial.
 func (t *shareTracker) free(i int, partial []float64) (int64, []float64) {
