@@ -13,6 +13,7 @@ package dra
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -76,7 +77,7 @@ func (t *Tracker) View(ctx context.Context, m fwk.SharedDRAManager) (*View, erro
 	if err != nil {
 		return nil, fmt.Errorf("listing DeviceClasses: %w", err)
 	}
-	state, err := m.ResourceClaims().GatherAllocatedState()
+	state, err := gatherAllocatedState(ctx, m.ResourceClaims())
 	if err != nil {
 		return nil, fmt.Errorf("gathering allocated devices: %w", err)
 	}
@@ -130,6 +131,26 @@ func (t *Tracker) View(ctx context.Context, m fwk.SharedDRAManager) (*View, erro
 		v.resolver = r
 	}
 	return v, nil
+}
+
+// concurrentModification is the text of the scheduler's claim tracker's
+// error when a claim changed while it gathered the allocated state
+// (errClaimTrackerConcurrentModification, unexported in v1.37.2): a binding
+// goroutine's PreBind wrote a claim meanwhile. DynamicResources gathers
+// again then, and so does devicefit, rather than fail the attempt.
+const concurrentModification = "conflicting concurrent modification"
+
+// gatherAttempts bounds the retries; each conflict means a claim was
+// written in between, which a scheduler does a few times per pod at most.
+const gatherAttempts = 100
+
+func gatherAllocatedState(ctx context.Context, claims fwk.ResourceClaimTracker) (*structured.AllocatedState, error) {
+	for attempt := 1; ; attempt++ {
+		state, err := claims.GatherAllocatedState()
+		if err == nil || attempt == gatherAttempts || ctx.Err() != nil || !strings.Contains(err.Error(), concurrentModification) {
+			return state, err
+		}
+	}
 }
 
 // ImplicitResource is the extended resource name every DeviceClass serves

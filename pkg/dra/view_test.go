@@ -2,6 +2,7 @@ package dra
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -11,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/dynamic-resource-allocation/structured"
+	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/utils/ptr"
 
 	"github.com/devicefit/devicefit/internal/nvdra"
@@ -207,5 +210,42 @@ func TestViewShares(t *testing.T) {
 	}
 	if got := v.Capacity("n"); got != 1.5 || v.Usage().FreeShare(picks[0].Device) != 0.5 {
 		t.Error("EntriesAfter must leave the usage as it was")
+	}
+}
+
+// conflicting fails GatherAllocatedState as the scheduler's claim tracker
+// does while a binding goroutine writes a claim.
+type conflicting struct {
+	fwk.ResourceClaimTracker
+	failures int
+	err      error
+}
+
+func (c *conflicting) GatherAllocatedState() (*structured.AllocatedState, error) {
+	if c.failures > 0 {
+		c.failures--
+		return nil, c.err
+	}
+	return c.ResourceClaimTracker.GatherAllocatedState()
+}
+
+type conflictingManager struct {
+	*Objects
+	claims *conflicting
+}
+
+func (m conflictingManager) ResourceClaims() fwk.ResourceClaimTracker { return m.claims }
+
+// TestViewRetriesConflicts: a concurrent claim write makes the tracker
+// gather again, as DynamicResources does; another error fails the view.
+func TestViewRetriesConflicts(t *testing.T) {
+	objs := &Objects{Slices: []*resourceapi.ResourceSlice{nvdra.NodeSlice("n", nvdra.GPUs(0, 1, "NVIDIA L4", "Ada Lovelace", "8.9.0", "24Gi")...)}}
+	conflict := &conflicting{ResourceClaimTracker: objs.ResourceClaims(), failures: 3, err: errors.New("conflicting concurrent modification")}
+	if v, err := NewTracker().View(context.Background(), conflictingManager{objs, conflict}); err != nil || v == nil {
+		t.Fatalf("three conflicts: want a view, got %v, %v", v, err)
+	}
+	broken := &conflicting{ResourceClaimTracker: objs.ResourceClaims(), failures: 1, err: errors.New("informer gone")}
+	if _, err := NewTracker().View(context.Background(), conflictingManager{objs, broken}); err == nil {
+		t.Error("another error must fail the view")
 	}
 }
