@@ -1,12 +1,17 @@
 package metrics
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
 
 	v1 "k8s.io/api/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/testutil"
 
 	"github.com/devicefit/devicefit/pkg/devices"
@@ -92,5 +97,51 @@ func TestSetInventorySource(t *testing.T) {
 	SetInventorySource(without)
 	if got := inventory.current(); got.Workload == nil {
 		t.Fatal("a source without a workload must not replace one with")
+	}
+}
+
+// TestMinGatherInterval: with an interval set, a gather soon after another
+// reuses its gauges; without one (production), every gather recomputes.
+func TestMinGatherInterval(t *testing.T) {
+	nodes := []*v1.Node{gpuNode("h1", h100, "8")}
+	_, pl := listers(t, nodes, nil)
+	allocatable := func(c *inventoryCollector) string {
+		ch := make(chan metrics.Metric, 16)
+		c.CollectWithStability(ch)
+		close(ch)
+		for m := range ch {
+			var out dto.Metric
+			if err := m.Write(&out); err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range out.GetLabel() {
+				if l.GetName() == "state" && l.GetValue() == "allocatable" {
+					return fmt.Sprint(out.GetGauge().GetValue())
+				}
+			}
+		}
+		return ""
+	}
+	for _, tc := range []struct {
+		interval time.Duration
+		want     string // after a second node appears
+	}{
+		{0, "16"},
+		{time.Hour, "8"},
+	} {
+		ni := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+		if err := ni.Add(nodes[0]); err != nil {
+			t.Fatal(err)
+		}
+		c := &inventoryCollector{minInterval: tc.interval, source: &Source{Nodes: corelisters.NewNodeLister(ni), Pods: pl, Resources: defaultSet(t)}}
+		if got := allocatable(c); got != "8" {
+			t.Fatalf("interval %v: first gather: allocatable %s, want 8", tc.interval, got)
+		}
+		if err := ni.Add(gpuNode("h2", h100, "8")); err != nil {
+			t.Fatal(err)
+		}
+		if got := allocatable(c); got != tc.want {
+			t.Errorf("interval %v: second gather: allocatable %s, want %s", tc.interval, got, tc.want)
+		}
 	}
 }
