@@ -15,23 +15,12 @@ import (
 // the device-plugin mode: default spreads, devicefit packs, and model
 // constraints hold through the slices' productName.
 func TestDRAMode(t *testing.T) {
-	nodes, pods := load(t, "testdata/strand.yaml", "testdata/strand.yaml")
-	res := run(t, Config{Nodes: nodes, Pods: pods, Fractional: FractionalRoundUp, Arrival: exact,
-		Policies: policies(t, PolicyDefault, PolicyDeviceFit), Engine: EngineOptions{Devices: DevicesDRA}})
-	want := map[string][]string{
-		PolicyDefault:   {"gpu-0", "gpu-1", ""},
-		PolicyDeviceFit: {"gpu-0", "gpu-0", "gpu-1"},
-	}
-	for _, p := range res.Policies {
-		if diff := cmp.Diff(want[p.Name], p.Placements); diff != "" {
-			t.Errorf("%s placements in DRA mode (-want,+got):\n%s", p.Name, diff)
-		}
-	}
+	res := spreadOrPack(t, "testdata/strand.yaml", FractionalRoundUp)
 	if res.Inputs.Devices != string(DevicesDRA) {
 		t.Errorf("inputs record devices %q, want dra", res.Inputs.Devices)
 	}
 
-	nodes, pods = load(t, "testdata/mixed.yaml", "testdata/mixed.yaml")
+	nodes, pods := load(t, "testdata/mixed.yaml", "testdata/mixed.yaml")
 	byMode := map[DeviceMode]*Result{}
 	for _, mode := range []DeviceMode{DevicesPlugin, DevicesDRA} {
 		byMode[mode] = run(t, Config{Nodes: nodes, Pods: pods, Fractional: FractionalRoundUp, Arrival: exact,
@@ -50,17 +39,9 @@ func TestDRAMode(t *testing.T) {
 // Allocation is in milli-GPU: the two halves and the job are 3000 of 4000.
 func TestSharesMode(t *testing.T) {
 	nodes, pods := load(t, "testdata/shares.yaml", "testdata/shares.yaml")
-	res := run(t, Config{Nodes: nodes, Pods: pods, Fractional: FractionalDRAShares, Arrival: exact,
-		Policies: policies(t, PolicyDefault, PolicyDeviceFit), Engine: EngineOptions{Devices: DevicesDRA}})
-	want := map[string][]string{
-		PolicyDefault:   {"gpu-0", "gpu-1", ""},
-		PolicyDeviceFit: {"gpu-0", "gpu-0", "gpu-1"},
-	}
+	res := spreadOrPack(t, "testdata/shares.yaml", FractionalDRAShares)
 	wantAllocated := map[string]float64{PolicyDefault: 25, PolicyDeviceFit: 75}
 	for _, p := range res.Policies {
-		if diff := cmp.Diff(want[p.Name], p.Placements); diff != "" {
-			t.Errorf("%s placements with shares (-want,+got):\n%s", p.Name, diff)
-		}
 		if p.Final.AllocatedPct != wantAllocated[p.Name] {
 			t.Errorf("%s: allocated %v%% of the milli-GPU, want %v%%", p.Name, p.Final.AllocatedPct, wantAllocated[p.Name])
 		}
@@ -83,17 +64,31 @@ func TestSharesPrescreen(t *testing.T) {
 	cfg.Engine.Devices = DevicesDRA
 	screened := run(t, cfg)
 	cfg.Engine.NoPrescreen = true
-	full := run(t, cfg)
-	for i, p := range full.Policies {
-		q := screened.Policies[i]
-		if !cmp.Equal(p.Placements, q.Placements) || !cmp.Equal(p.Points, q.Points) || p.Final != q.Final {
-			t.Errorf("%s: the pre-screen changed the shares replay:\n%s", p.Name, cmp.Diff(p.Placements, q.Placements))
-		}
-	}
+	sameReplay(t, screened, run(t, cfg), "the pre-screen changed the shares replay")
 	if screened.FractionalPods == 0 {
 		t.Fatal("mixed.yaml has no fractional pod to share a GPU")
 	}
 	if f := screened.Policies[0].Final; f.AllocatedPct == 0 || f.FailedPods == 0 {
 		t.Errorf("the scenario should place and fail pods: %+v", f)
 	}
+}
+
+// spreadOrPack replays file's two small pods and a big job (two nodes) in
+// DRA mode: the default profile spreads the small pods and strands the job,
+// devicefit packs them on gpu-0 and the job binds on gpu-1.
+func spreadOrPack(t *testing.T, file string, frac Fractional) *Result {
+	t.Helper()
+	nodes, pods := load(t, file, file)
+	res := run(t, Config{Nodes: nodes, Pods: pods, Fractional: frac, Arrival: exact,
+		Policies: policies(t, PolicyDefault, PolicyDeviceFit), Engine: EngineOptions{Devices: DevicesDRA}})
+	want := map[string][]string{
+		PolicyDefault:   {"gpu-0", "gpu-1", ""},
+		PolicyDeviceFit: {"gpu-0", "gpu-0", "gpu-1"},
+	}
+	for _, p := range res.Policies {
+		if diff := cmp.Diff(want[p.Name], p.Placements); diff != "" {
+			t.Errorf("%s: %s placements in DRA mode (-want,+got):\n%s", file, p.Name, diff)
+		}
+	}
+	return res
 }

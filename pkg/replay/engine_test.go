@@ -239,19 +239,25 @@ func TestDeterminism(t *testing.T) {
 	}
 	cfg.Engine.Parallelism = 4
 	cfg.Engine.NoPrescreen = true
-	full := run(t, cfg)
-	for i, p := range full.Policies {
-		q := first.Policies[i]
-		if !cmp.Equal(p.Placements, q.Placements) || !cmp.Equal(p.Points, q.Points) || p.Final != q.Final {
-			t.Errorf("%s: --no-prescreen changed the replay:\n%s", p.Name, cmp.Diff(q.Placements, p.Placements))
-		}
-	}
+	sameReplay(t, first, run(t, cfg), "--no-prescreen changed the replay")
 	var failed int
 	for _, p := range first.Policies {
 		failed += p.Final.FailedPods
 	}
 	if failed == 0 {
 		t.Error("the scenario fails no pod; it should, to cover the failure path")
+	}
+}
+
+// sameReplay fails t with what when a and b differ in any policy's
+// placements, points or final state.
+func sameReplay(t *testing.T, a, b *Result, what string) {
+	t.Helper()
+	for i, p := range b.Policies {
+		q := a.Policies[i]
+		if !cmp.Equal(p.Placements, q.Placements) || !cmp.Equal(p.Points, q.Points) || p.Final != q.Final {
+			t.Errorf("%s: %s:\n%s", p.Name, what, cmp.Diff(q.Placements, p.Placements))
+		}
 	}
 }
 

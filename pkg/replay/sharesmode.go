@@ -71,16 +71,19 @@ func productSelector(products []string) string {
 }
 
 // withShareClaim makes pod, a fractional arrival's, ask for its share
-// through its claim instead of nvidia.com/gpu. The model it accepts is in
-// the claim's CEL; the devicefit.io annotation goes, since DeviceFit leaves
-// claims' devices to their CEL.
+// through its claim instead of nvidia.com/gpu. The models it accepts are
+// in the claim's CEL, which the allocator enforces. The devicefit.io
+// annotation stays for the devicefit policy: DeviceFit leaves claims to
+// their CEL, but DevicePack reads the annotation as the job's selector in
+// its observed workload, so that the scarce models' free shares are kept
+// for the jobs that can use nothing else (DevicePack does not derive a
+// class's selector from a claim's CEL yet).
 func withShareClaim(pod *v1.Pod, a *Arrival) {
 	c := &pod.Spec.Containers[0]
 	delete(c.Resources.Requests, DeviceResource)
 	delete(c.Resources.Limits, DeviceResource)
 	c.Resources.Claims = []v1.ResourceClaim{{Name: "gpu"}}
 	pod.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To(shareClaimName(a))}}
-	delete(pod.Annotations, devices.AnnotationProducts)
 }
 
 // shareTracker models what the allocator does with the shares of each
