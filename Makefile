@@ -39,7 +39,7 @@ KUBE_LDFLAGS = $(shell hack/version.sh kube-ldflags)
 COMMANDS := $(filter-out scheduler,$(sort $(notdir $(patsubst %/,%,$(dir $(wildcard cmd/*/*.go))))))
 TOOLS := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kubectl
 
-.PHONY: all build scheduler commands tools test test-unit test-integration test-e2e test-faults \
+.PHONY: all build scheduler commands tools test test-chart test-unit test-integration test-e2e test-faults \
 	fuzz prometheus manifests deploy krew undeploy image run verify verify-gofmt verify-vet verify-tidy clean help replay replay-report
 
 all: build tools
@@ -82,7 +82,36 @@ $(BIN)/kubectl: go.mod go.sum
 	$(GO) build -ldflags '$(KUBE_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kubectl
 	@touch $@
 
-test: test-unit test-integration test-e2e test-faults test-perf-short ## all tests
+# helm (charts/devicefit, test-chart) comes from a tools module of its own:
+# helm v4 pins its own k8s.io/* versions, which must not move the main
+# module's (replace directives at v0.37.2). The version is read from that
+# go.mod so that `helm version` reports it. A cold build (empty GOCACHE; it
+# shares nothing with the main module's k8s.io/* v0.37.2 builds) took 634 s
+# on 2 cores that other builds were also using (2026-12-02); only test-chart
+# and test-e2e need it, not build or run.
+HELM_MOD := hack/tools/helm
+$(BIN)/helm: $(HELM_MOD)/go.mod $(HELM_MOD)/go.sum
+	cd $(HELM_MOD) && $(GO) build -trimpath \
+		-ldflags "-X helm.sh/helm/v4/internal/version.version=$$($(GO) list -m -f '{{.Version}}' helm.sh/helm/v4)" \
+		-o $(abspath $@) helm.sh/helm/v4/cmd/helm
+	@touch $@
+
+test: test-chart test-unit test-integration test-e2e test-faults test-perf-short ## all tests
+
+# The Helm chart (charts/devicefit), statically: lint with the schema
+# (values.schema.json) and render, with its defaults and with everything on.
+# A few seconds; test/e2e compares the rendering with the kustomize base and
+# installs it. helm's own files (cache, config) stay under bin/.
+CHART := charts/devicefit
+HELM_ENV = HELM_CACHE_HOME=$(abspath $(BIN))/helm-home/cache HELM_CONFIG_HOME=$(abspath $(BIN))/helm-home/config \
+	HELM_DATA_HOME=$(abspath $(BIN))/helm-home/data
+HELM_ALL_ON := --set serviceMonitor.enabled=true,prometheusRule.enabled=true
+
+test-chart: $(BIN)/helm ## helm lint --strict and helm template of charts/devicefit
+	$(HELM_ENV) $(BIN)/helm lint --strict $(CHART)
+	$(HELM_ENV) $(BIN)/helm lint --strict $(CHART) $(HELM_ALL_ON)
+	@echo "$(BIN)/helm template devicefit $(CHART) -n devicefit-system $(HELM_ALL_ON) > /dev/null"
+	@$(HELM_ENV) $(BIN)/helm template devicefit $(CHART) -n devicefit-system $(HELM_ALL_ON) > /dev/null
 
 # Also runs the committed fuzz seed corpora (testdata/fuzz).
 test-unit: ## unit tests of pkg/, internal/ and cmd/ (race detector on)
@@ -94,13 +123,16 @@ test-integration: ## integration tests against a real apiserver (race detector o
 
 # The built binaries end to end: manifests/ applied (on the real
 # prometheus-operator CRDs), the scheduler under the manifests' identity, a
-# real Prometheus scraping it; test/e2e/day2 adds kube-controller-manager for
-# kubectl devicefit defrag --apply. -p 1: one control plane at a time on
+# real Prometheus scraping it; charts/devicefit rendered against manifests/
+# and installed with the README's helm install (TestHelmInstall starts a
+# second, short-lived control plane: the first holds the base's objects,
+# which helm must not adopt); test/e2e/day2 adds kube-controller-manager for
+# kubectl devicefit defrag --apply. -p 1: one test package at a time on
 # small machines. PROMETHEUS_OPERATOR_CRDS may name a CRD
 # directory instead of the one fetched through the module proxy. -count=1:
 # Go's test cache cannot see what the binaries and kubectl read (manifests/),
 # so a cached pass could hide a broken manifest.
-test-e2e: build tools prometheus ## end-to-end tests with bin/, the manifests and a real Prometheus
+test-e2e: build tools $(BIN)/helm prometheus ## end-to-end tests with bin/, the manifests, the Helm chart and a real Prometheus
 	@crds="$${PROMETHEUS_OPERATOR_CRDS:-$$(hack/prometheus-operator-crds.sh $(PROMETHEUS_OPERATOR_VERSION))}"; \
 	echo "DEVICEFIT_BIN_DIR=$(abspath $(BIN)) PROMETHEUS_OPERATOR_CRDS=$$crds $(GO) test -p 1 -count=1 -timeout $(E2E_TIMEOUT) $(GOTESTFLAGS) ./test/e2e ./test/e2e/day2"; \
 	DEVICEFIT_BIN_DIR="$(abspath $(BIN))" PROMETHEUS_OPERATOR_CRDS="$$crds" \

@@ -1,0 +1,122 @@
+{{/*
+Object names derive from the release's full name, so that the release
+"devicefit" (the README's `helm install devicefit ...`) renders exactly the
+names of the kustomize base in manifests/: devicefit-scheduler,
+devicefit:metrics-reader, devicefit-pod-requests, ... Usual Helm rule: the
+release name when it contains the chart name, else <release>-<chart>.
+*/}}
+{{- define "devicefit.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 42 | trimSuffix "-" -}}
+{{- else if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 42 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 42 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The scheduler's Deployment, ServiceAccount, ClusterRole and lease. */}}
+{{- define "devicefit.schedulerName" -}}
+{{- include "devicefit.fullname" . }}-scheduler
+{{- end -}}
+
+{{- define "devicefit.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/*
+app.kubernetes.io/name is devicefit-scheduler whatever the release is
+called, and cannot be overridden: the ServiceMonitor takes the job label
+from it (jobLabel), and the alerts and the dashboard select
+job="devicefit-scheduler".
+*/}}
+{{- define "devicefit.name" -}}
+devicefit-scheduler
+{{- end -}}
+
+{{/* Standard labels of every object (Helm's and the Kubernetes recommended labels). */}}
+{{- define "devicefit.labels" -}}
+helm.sh/chart: {{ include "devicefit.chart" . }}
+app.kubernetes.io/name: {{ include "devicefit.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: devicefit
+{{- end -}}
+
+{{/*
+Selector of the scheduler's pods: the same two labels as the kustomize
+base, without app.kubernetes.io/instance. A selector is immutable, so this
+keeps the Deployment, Service, PodDisruptionBudget and topology spread of
+a cluster moved from `make deploy` to the chart selecting the same pods;
+there is one devicefit per cluster anyway (its ClusterRole, admission
+policy and scheduler name are cluster-wide).
+*/}}
+{{- define "devicefit.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "devicefit.name" . }}
+app.kubernetes.io/component: scheduler
+{{- end -}}
+
+{{- define "devicefit.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+
+{{/* The scheduler names of every profile: the admission policy matches them all. */}}
+{{- define "devicefit.profileNames" -}}
+{{- $names := list .Values.schedulerName -}}
+{{- range .Values.extraProfiles -}}
+{{- $names = append $names .schedulerName -}}
+{{- end -}}
+{{- toJson $names -}}
+{{- end -}}
+
+{{/*
+The KubeSchedulerConfiguration (manifests/scheduler-config.yaml explains the
+choices behind the defaults). The lease is the Deployment's name in the
+release namespace: rbac-leader-election.yaml grants exactly that lease.
+*/}}
+{{- define "devicefit.schedulerConfig" -}}
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection:
+  leaderElect: {{ .Values.leaderElection.enabled }}
+  resourceName: {{ include "devicefit.schedulerName" . }}
+  resourceNamespace: {{ .Release.Namespace }}
+  {{- with .Values.leaderElection.leaseDuration }}
+  leaseDuration: {{ . }}
+  {{- end }}
+  {{- with .Values.leaderElection.renewDeadline }}
+  renewDeadline: {{ . }}
+  {{- end }}
+  {{- with .Values.leaderElection.retryPeriod }}
+  retryPeriod: {{ . }}
+  {{- end }}
+{{- with .Values.percentageOfNodesToScore }}
+percentageOfNodesToScore: {{ . }}
+{{- end }}
+profiles:
+  - schedulerName: {{ .Values.schedulerName }}
+    plugins:
+      {{- toYaml .Values.plugins | nindent 6 }}
+    pluginConfig:
+      - name: DeviceFit
+        args:
+          apiVersion: kubescheduler.config.k8s.io/v1
+          kind: DeviceFitArgs
+          {{- with .Values.deviceFitArgs }}
+          {{- toYaml . | nindent 10 }}
+          {{- end }}
+      - name: DevicePack
+        args:
+          apiVersion: kubescheduler.config.k8s.io/v1
+          kind: DevicePackArgs
+          {{- with .Values.devicePackArgs }}
+          {{- toYaml . | nindent 10 }}
+          {{- end }}
+      {{- with .Values.extraPluginConfig }}
+      {{- toYaml . | nindent 6 }}
+      {{- end }}
+  {{- with .Values.extraProfiles }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+{{- end -}}
