@@ -1,0 +1,570 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
+
+	"github.com/devicefit/devicefit/internal/controlplane"
+	"github.com/devicefit/devicefit/internal/e2eutil"
+	"github.com/devicefit/devicefit/pkg/apis/config"
+	"github.com/devicefit/devicefit/pkg/apis/config/scheme"
+)
+
+// The chart (charts/devicefit) is tested against the kustomize base: both
+// must deploy the same scheduler. The README installs the chart as the
+// release "devicefit" in devicefit-system, which the chart's naming makes
+// render exactly the base's object names.
+const (
+	chartPath   = "charts/devicefit"
+	helmRelease = "devicefit"
+	// The base ships the ServiceMonitor and the PrometheusRule; the chart has
+	// them behind switches, off by default (they need the operator's CRDs).
+	helmMonitoring = "serviceMonitor.enabled=true,prometheusRule.enabled=true"
+)
+
+// repoRoot is the repository, two levels above test/e2e.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// helm runs bin/helm in the repository with args. HELM_*_HOME point into a
+// temporary directory: the test reads and writes nothing of the user's helm
+// configuration, cache or repositories.
+func helm(ctx context.Context, t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	home := t.TempDir()
+	cmd := exec.CommandContext(ctx, filepath.Join(s.binDir, "helm"), args...)
+	cmd.Dir = repoRoot(t)
+	cmd.Env = append(os.Environ(),
+		"HELM_CACHE_HOME="+filepath.Join(home, "cache"),
+		"HELM_CONFIG_HOME="+filepath.Join(home, "config"),
+		"HELM_DATA_HOME="+filepath.Join(home, "data"))
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("helm %s: %w\n%s", strings.Join(args, " "), err, strings.TrimSpace(errOut.String()))
+	}
+	return out.String(), nil
+}
+
+// helmTemplate renders the chart as the README installs it, plus extra
+// args, and decodes the output.
+func helmTemplate(t *testing.T, extra ...string) []object {
+	t.Helper()
+	args := append([]string{"template", helmRelease, chartPath, "--namespace", systemNamespace}, extra...)
+	out, err := helm(testContext(t, time.Minute), t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := e2eutil.DecodeObjects([]byte(out))
+	if err != nil {
+		t.Fatalf("helm template output: %v", err)
+	}
+	return objs
+}
+
+// objectKey names an object across the two renderings. kustomize appends a
+// hash of the content to the scheduler ConfigMap's name; Helm keeps the name
+// (its pod template carries a checksum instead), so the hash is cut off.
+func objectKey(o object) string {
+	name := o.GetName()
+	if o.GetKind() == "ConfigMap" && strings.HasPrefix(name, schedulerConfigMap+"-") {
+		name = schedulerConfigMap
+	}
+	return o.GetKind() + " " + o.GetNamespace() + "/" + name
+}
+
+func byKey(objs []object) map[string]object {
+	out := map[string]object{}
+	for _, o := range objs {
+		out[objectKey(o)] = o
+	}
+	return out
+}
+
+// get returns objs[key], failing the test when the rendering lacks it.
+func get(t *testing.T, objs map[string]object, key string) object {
+	t.Helper()
+	o := objs[key]
+	if o == nil {
+		t.Fatalf("no %s in the rendering (it has %v)", key, sortedKeys(objs))
+	}
+	return o
+}
+
+func sortedKeys(m map[string]object) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// comparable returns a copy of o without what legitimately differs between
+// kustomize and Helm: labels (checked apart: Helm's must include the
+// base's), Helm's annotations, the scheduler ConfigMap's name and content
+// (compared apart, decoded) and imagePullPolicy (a chart value, left to the
+// API server's default by the base).
+func comparable(o object) map[string]interface{} {
+	c := o.DeepCopy().Object
+	unstructured.RemoveNestedField(c, "metadata", "labels")
+	unstructured.RemoveNestedField(c, "metadata", "annotations", "helm.sh/resource-policy")
+	if a, _, _ := unstructured.NestedMap(c, "metadata", "annotations"); len(a) == 0 {
+		unstructured.RemoveNestedField(c, "metadata", "annotations")
+	}
+	switch o.GetKind() {
+	case "ConfigMap":
+		if objectKey(o) == "ConfigMap "+systemNamespace+"/"+schedulerConfigMap {
+			unstructured.RemoveNestedField(c, "metadata", "name")
+			unstructured.RemoveNestedField(c, "data")
+		}
+	case "Deployment":
+		unstructured.RemoveNestedField(c, "spec", "template", "metadata")
+		for _, field := range []string{"containers", "volumes"} {
+			items, _, _ := unstructured.NestedSlice(c, "spec", "template", "spec", field)
+			for _, it := range items {
+				m := it.(map[string]interface{})
+				delete(m, "imagePullPolicy")
+				if name, ok, _ := unstructured.NestedString(m, "configMap", "name"); ok && strings.HasPrefix(name, schedulerConfigMap) {
+					_ = unstructured.SetNestedField(m, schedulerConfigMap, "configMap", "name")
+				}
+			}
+			_ = unstructured.SetNestedSlice(c, items, "spec", "template", "spec", field)
+		}
+	}
+	return c
+}
+
+// lineBreaks compares strings with the blanks around each line break
+// reduced to the break. kustomize's YAML round trip re-emits a folded
+// scalar with more-indented lines (the admission policy's CEL) as a plain
+// multi-line one that decodes with an extra empty line: the API server gets
+// the same CEL (line breaks are blanks to CEL, and no CEL string literal
+// spans lines) in other whitespace. Strings on one line compare exactly.
+var lineBreaks = cmp.FilterValues(func(x, y string) bool {
+	return strings.Contains(x, "\n") || strings.Contains(y, "\n")
+}, cmpopts.AcyclicTransformer("lineBreaks", func(s string) string {
+	return blanksAroundBreak.ReplaceAllString(s, "\n")
+}))
+
+var blanksAroundBreak = regexp.MustCompile(`[ \t]*\n\s*`)
+
+// missingLabels lists the labels of want that got lacks or has otherwise.
+func missingLabels(want, got map[string]string) []string {
+	var out []string
+	for k, v := range want {
+		if got[k] != v {
+			out = append(out, fmt.Sprintf("%s=%s (chart: %q)", k, v, got[k]))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// decodeSchedulerConfig decodes key scheduler-config.yaml of a ConfigMap
+// strictly, as the scheduler does, with defaults applied: two files that
+// say the same thing in other words decode to the same configuration.
+func decodeSchedulerConfig(t *testing.T, cm object) *schedconfig.KubeSchedulerConfiguration {
+	t.Helper()
+	data, _, _ := unstructured.NestedString(cm.Object, "data", schedulerConfigKey)
+	if data == "" {
+		t.Fatalf("%s has no key %s", objectKey(cm), schedulerConfigKey)
+	}
+	obj, _, err := scheme.Codecs.UniversalDecoder().Decode([]byte(data), nil, nil)
+	if err != nil {
+		t.Fatalf("%s: %v", objectKey(cm), err)
+	}
+	cfg, ok := obj.(*schedconfig.KubeSchedulerConfiguration)
+	if !ok {
+		t.Fatalf("%s decoded as %T", objectKey(cm), obj)
+	}
+	return cfg
+}
+
+// TestHelmChartMatchesManifests: `helm template` of the chart with its
+// defaults (and monitoring on, as the base has it) renders the objects of
+// `kubectl kustomize manifests`: the same kinds and names, and each object
+// the same but for labels and the few differences comparable names. The
+// scheduler configuration is compared decoded.
+func TestHelmChartMatchesManifests(t *testing.T) {
+	renderedObjects(t, "")
+	kust := byKey(s.objects)
+	chart := byKey(helmTemplate(t, "--set", helmMonitoring))
+
+	t.Run("objects", func(t *testing.T) {
+		if diff := cmp.Diff(sortedKeys(kust), sortedKeys(chart)); diff != "" {
+			t.Errorf("kinds and names differ (-kustomize,+helm):\n%s", diff)
+		}
+	})
+	for _, key := range sortedKeys(kust) {
+		k, c := kust[key], chart[key]
+		if c == nil {
+			continue // reported by "objects"
+		}
+		t.Run(key, func(t *testing.T) {
+			if m := missingLabels(k.GetLabels(), c.GetLabels()); len(m) > 0 {
+				t.Errorf("the chart's %s lacks labels of the base: %v", key, m)
+			}
+			if diff := cmp.Diff(comparable(k), comparable(c), lineBreaks); diff != "" {
+				t.Errorf("%s differs (-kustomize,+helm):\n%s", key, diff)
+			}
+		})
+	}
+	t.Run("scheduler config", func(t *testing.T) {
+		key := "ConfigMap " + systemNamespace + "/" + schedulerConfigMap
+		if kust[key] == nil || chart[key] == nil {
+			t.Fatalf("%s missing (kustomize: %t, helm: %t)", key, kust[key] != nil, chart[key] != nil)
+		}
+		want, got := decodeSchedulerConfig(t, kust[key]), decodeSchedulerConfig(t, chart[key])
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("KubeSchedulerConfiguration differs (-kustomize,+helm):\n%s", diff)
+		}
+	})
+	t.Run("pod template labels", func(t *testing.T) {
+		key := "Deployment " + systemNamespace + "/" + schedulerDeploy
+		if kust[key] == nil || chart[key] == nil {
+			t.Fatalf("%s missing", key)
+		}
+		want, _, _ := unstructured.NestedStringMap(kust[key].Object, "spec", "template", "metadata", "labels")
+		got, _, _ := unstructured.NestedStringMap(chart[key].Object, "spec", "template", "metadata", "labels")
+		if m := missingLabels(want, got); len(m) > 0 {
+			t.Errorf("the chart's pod template lacks labels of the base: %v", m)
+		}
+	})
+	// Helm reads no file outside the chart, kustomize none outside
+	// manifests/: the dashboard is kept twice, and must be the same bytes.
+	t.Run("dashboard copy", func(t *testing.T) {
+		root := repoRoot(t)
+		base, err := os.ReadFile(filepath.Join(root, "manifests", "dashboards", "devicefit.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		copied, err := os.ReadFile(filepath.Join(root, chartPath, "files", "devicefit-dashboard.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(base, copied) {
+			t.Errorf("%s/files/devicefit-dashboard.json differs from manifests/dashboards/devicefit.json: copy it over (cp manifests/dashboards/devicefit.json %s/files/devicefit-dashboard.json)", chartPath, chartPath)
+		}
+	})
+}
+
+// TestHelmChartValues: values other than the defaults reach the objects
+// that depend on them, and a configuration the scheduler would refuse or
+// that would run replicas without a lease is refused at render time.
+func TestHelmChartValues(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		check   func(t *testing.T, objs map[string]object)
+		wantErr string // rendering fails with this
+	}{{
+		name: "other release and namespace",
+		args: []string{"--namespace", "gpu-scheduling", "--set", "fullnameOverride=gpu"},
+		check: func(t *testing.T, objs map[string]object) {
+			cfg := decodeSchedulerConfig(t, get(t, objs, "ConfigMap gpu-scheduling/gpu-scheduler-config"))
+			le := cfg.LeaderElection
+			if le.ResourceNamespace != "gpu-scheduling" || le.ResourceName != "gpu-scheduler" {
+				t.Errorf("lease %s/%s, want gpu-scheduling/gpu-scheduler", le.ResourceNamespace, le.ResourceName)
+			}
+			role := get(t, objs, "Role gpu-scheduling/gpu-scheduler:leader-election")
+			rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
+			names, _, _ := unstructured.NestedStringSlice(rules[1].(map[string]interface{}), "resourceNames")
+			if !cmp.Equal(names, []string{"gpu-scheduler"}) {
+				t.Errorf("leader-election Role grants leases %v, want [gpu-scheduler]", names)
+			}
+			for _, key := range []string{"ClusterRoleBinding /gpu-scheduler", "RoleBinding kube-system/gpu-scheduler:extension-apiserver-authentication-reader"} {
+				subjects, _, _ := unstructured.NestedSlice(get(t, objs, key).Object, "subjects")
+				if ns := subjects[0].(map[string]interface{})["namespace"]; ns != "gpu-scheduling" {
+					t.Errorf("%s binds a ServiceAccount in %v, want gpu-scheduling", key, ns)
+				}
+			}
+			if ns := get(t, objs, "Namespace /gpu-scheduling"); ns.GetLabels()["pod-security.kubernetes.io/enforce"] != "restricted" {
+				t.Errorf("Namespace gpu-scheduling does not enforce restricted: %v", ns.GetLabels())
+			}
+		},
+	}, {
+		name: "image, replicas, resources, plugin args, extra profile",
+		args: []string{"--set", "image.repository=registry.example.com/df,image.tag=v9,replicas=3,resources.limits.memory=4Gi",
+			"--set", "schedulerName=gpu,devicePackArgs.scarcityWeight=7,deviceFitArgs.deviceNodePolicy=Require",
+			"--set", "extraProfiles[0].schedulerName=gpu-spread"},
+		check: func(t *testing.T, objs map[string]object) {
+			d := get(t, objs, "Deployment "+systemNamespace+"/"+schedulerDeploy)
+			containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+			c := containers[0].(map[string]interface{})
+			if c["image"] != "registry.example.com/df:v9" {
+				t.Errorf("image %v", c["image"])
+			}
+			if mem, _, _ := unstructured.NestedString(c, "resources", "limits", "memory"); mem != "4Gi" {
+				t.Errorf("memory limit %q, want 4Gi", mem)
+			}
+			// Decoded through JSON: numbers are float64.
+			if r, _, _ := unstructured.NestedFieldNoCopy(d.Object, "spec", "replicas"); r != float64(3) {
+				t.Errorf("replicas %v, want 3", r)
+			}
+			cfg := decodeSchedulerConfig(t, get(t, objs, "ConfigMap "+systemNamespace+"/"+schedulerConfigMap))
+			var names []string
+			for _, p := range cfg.Profiles {
+				names = append(names, p.SchedulerName)
+			}
+			if !cmp.Equal(names, []string{"gpu", "gpu-spread"}) {
+				t.Errorf("profiles %v, want [gpu gpu-spread]", names)
+			}
+			for _, pc := range cfg.Profiles[0].PluginConfig {
+				switch args := pc.Args.(type) {
+				case *config.DeviceFitArgs:
+					if args.DeviceNodePolicy != config.DeviceNodePolicyRequire {
+						t.Errorf("DeviceFitArgs.deviceNodePolicy %q, want Require", args.DeviceNodePolicy)
+					}
+				case *config.DevicePackArgs:
+					if args.ScarcityWeight != 7 {
+						t.Errorf("DevicePackArgs.scarcityWeight %d, want 7", args.ScarcityWeight)
+					}
+				}
+			}
+			conds, _, _ := unstructured.NestedSlice(get(t, objs, "ValidatingAdmissionPolicy /devicefit-pod-requests").Object, "spec", "matchConditions")
+			if expr := conds[0].(map[string]interface{})["expression"]; expr != "object.spec.schedulerName in ['gpu','gpu-spread']" {
+				t.Errorf("admission policy matchCondition %q, want both profiles", expr)
+			}
+		},
+	}, {
+		name:    "replicas without leader election",
+		args:    []string{"--set", "leaderElection.enabled=false"},
+		wantErr: "replicas > 1 needs leaderElection.enabled",
+	}, {
+		name:    "schema: a string for an integer",
+		args:    []string{"--set-string", "replicas=two"},
+		wantErr: "replicas",
+	}, {
+		name:    "schema: an unknown DevicePack arg",
+		args:    []string{"--set", "devicePackArgs.fragmentationWeigth=1"},
+		wantErr: "fragmentationWeigth",
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"template", helmRelease, chartPath, "--namespace", systemNamespace}, tc.args...)
+			out, err := helm(testContext(t, time.Minute), t, args...)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("helm template: error %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			objs, err := e2eutil.DecodeObjects([]byte(out))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, byKey(objs))
+		})
+	}
+}
+
+// readmeHelmInstall returns the `helm install` command of README.md, its
+// backslash-continued lines joined and split into arguments (it has no
+// quoting), without "helm": the test runs what users are told to.
+func readmeHelmInstall(t *testing.T) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found [][]string
+	var cmd []string // the command being read, nil when none
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if cmd == nil && !strings.HasPrefix(line, "helm install ") {
+			continue
+		}
+		more := strings.HasSuffix(line, "\\")
+		cmd = append(cmd, strings.Fields(strings.TrimSuffix(line, "\\"))...)
+		if !more {
+			found = append(found, cmd[1:])
+			cmd = nil
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("README.md has %d lines starting with `helm install`, want 1", len(found))
+	}
+	return found[0]
+}
+
+// TestHelmInstall: the README's `helm install` on a control plane of its
+// own (the package's has the kustomize base applied, whose objects Helm
+// would rightly refuse to take over), then bin/devicefit-scheduler with the
+// configuration and the ServiceAccount the release created: it takes the
+// release's lease, binds a GPU pod, and RBAC refuses it nothing. The
+// release's admission policy rejects a misspelt devicefit.io annotation.
+func TestHelmInstall(t *testing.T) {
+	ctx := testContext(t, 5*time.Minute)
+	cp, dir, err := e2eutil.StartControlPlane(ctx, "e2e-helm", s.binDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cp.Stop()
+		if !t.Failed() {
+			os.RemoveAll(dir)
+		} else {
+			t.Logf("logs of the helm control plane and scheduler kept in %s", dir)
+		}
+	})
+	k := e2eutil.Kubectl{Binary: filepath.Join(s.binDir, "kubectl"), Kubeconfig: cp.AdminKubeconfig}
+	if err := e2eutil.InstallOperatorCRDs(ctx, k, s.crdDir); err != nil {
+		t.Fatal(err)
+	}
+
+	install := readmeHelmInstall(t)
+	if !strings.Contains(strings.Join(install, " "), "install "+helmRelease+" "+chartPath+" -n "+systemNamespace+" --create-namespace") {
+		t.Errorf("README's install is `helm %s`; the tests and the base's names assume release %s in %s",
+			strings.Join(install, " "), helmRelease, systemNamespace)
+	}
+	out, err := helm(ctx, t, append(install, "--kubeconfig", cp.AdminKubeconfig)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("helm %s:\n%s", strings.Join(install, " "), out)
+
+	// The namespace --create-namespace made, with the chart's Pod Security
+	// labels applied on top.
+	ns, err := cp.Client.CoreV1().Namespaces().Get(ctx, systemNamespace, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{"enforce", "audit", "warn"} {
+		if v := ns.Labels["pod-security.kubernetes.io/"+mode]; v != "restricted" {
+			t.Errorf("namespace %s: pod-security.kubernetes.io/%s=%q, want restricted", systemNamespace, mode, v)
+		}
+	}
+
+	// The identity is the release's: its Deployment runs as its
+	// ServiceAccount, which its ClusterRoleBinding binds.
+	deploy, err := cp.Client.AppsV1().Deployments(systemNamespace).Get(ctx, schedulerDeploy, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sa := deploy.Spec.Template.Spec.ServiceAccountName; sa != schedulerSA {
+		t.Errorf("Deployment runs as ServiceAccount %q, want %q", sa, schedulerSA)
+	}
+	crb, err := cp.Client.RbacV1().ClusterRoleBindings().Get(ctx, schedulerDeploy, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if owner := crb.Annotations["meta.helm.sh/release-name"]; owner != helmRelease {
+		t.Errorf("ClusterRoleBinding %s belongs to release %q, want %q", crb.Name, owner, helmRelease)
+	}
+
+	cfg, err := e2eutil.RenderDeployedSchedulerConfig(ctx, cp, dir, "scheduler-config.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sched, err := controlplane.StartScheduler(controlplane.SchedulerOptions{
+		Binary:     filepath.Join(s.binDir, "devicefit-scheduler"),
+		Config:     cfg.Path,
+		Kubeconfig: cfg.Kubeconfig,
+		Dir:        dir,
+		ExtraArgs:  []string{"--v=2"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sched.Process.Stop(10 * time.Second) })
+	if err := sched.WaitReady(ctx, 90*time.Second); err != nil {
+		t.Fatal(withLog(sched.Process, err))
+	}
+
+	node := "helm-h100-0"
+	capacity := v1.ResourceList{
+		v1.ResourceCPU:    resource.MustParse("64"),
+		v1.ResourceMemory: resource.MustParse("512Gi"),
+		v1.ResourcePods:   resource.MustParse("110"),
+		resourceGPU:       resource.MustParse("8"),
+	}
+	if err := controlplane.RegisterNode(ctx, cp.Client, node, gfd(productH100, 81559, 9, 0, 8, "hopper"), capacity); err != nil {
+		t.Fatal(err)
+	}
+	podNS := "helm-gpu"
+	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: podNS}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The policy takes effect once the API server has compiled it: retry
+	// the dry run for a while.
+	typo := devicePod(podNS, "typo", resourceGPU, 1, "devicefit.io/product", productH100)
+	err = controlplane.Poll(ctx, 500*time.Millisecond, 30*time.Second, sched.Process, func(ctx context.Context) (bool, error) {
+		err := e2eutil.CreatePods(ctx, cp.Client, []*v1.Pod{typo.DeepCopy()}, metav1.DryRunAll)
+		return err != nil && strings.Contains(err.Error(), "devicefit-pod-requests"), nil
+	})
+	if err != nil {
+		t.Errorf("the release's admission policy never rejected a pod annotated devicefit.io/product: %v", err)
+	}
+
+	pod := devicePod(podNS, "h100-2", resourceGPU, 2, "devicefit.io/products", productH100)
+	if err := e2eutil.CreatePods(ctx, cp.Client, []*v1.Pod{pod}); err != nil {
+		t.Fatal(err)
+	}
+	var bound *v1.Pod
+	err = controlplane.Poll(ctx, 500*time.Millisecond, 60*time.Second, sched.Process, func(ctx context.Context) (bool, error) {
+		p, err := cp.Client.CoreV1().Pods(podNS).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		bound = p
+		return p.Spec.NodeName != "", nil
+	})
+	if err != nil {
+		why := "(not found)"
+		if bound != nil {
+			why = scheduledMessage(bound)
+		}
+		t.Fatal(withLog(sched.Process, fmt.Errorf("pod %s/%s not bound %s: %w", podNS, pod.Name, why, err)))
+	}
+	if bound.Spec.NodeName != node {
+		t.Errorf("pod bound to %s, want %s", bound.Spec.NodeName, node)
+	}
+
+	lease, err := cp.Client.CoordinationV1().Leases(cfg.Lease.ResourceNamespace).Get(ctx, cfg.Lease.ResourceName, metav1.GetOptions{})
+	switch {
+	case err != nil:
+		t.Errorf("lease %s/%s: %v", cfg.Lease.ResourceNamespace, cfg.Lease.ResourceName, err)
+	case cfg.Lease.ResourceNamespace != systemNamespace || cfg.Lease.ResourceName != schedulerDeploy:
+		t.Errorf("the release's lease is %s/%s, want %s/%s", lease.Namespace, lease.Name, systemNamespace, schedulerDeploy)
+	case lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "":
+		t.Errorf("lease %s/%s has no holder", lease.Namespace, lease.Name)
+	}
+
+	lines, err := forbiddenLines(sched.Process)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lines) > 0 {
+		t.Errorf("the scheduler was refused by RBAC %d times (%s), first: %s", len(lines), sched.Process.LogPath, lines[0])
+	}
+}
