@@ -50,13 +50,27 @@ func repoRoot(t *testing.T) string {
 	return root
 }
 
-// helm runs bin/helm in the repository with args. HELM_*_HOME point into a
-// temporary directory: the test reads and writes nothing of the user's helm
+// helm runs bin/helm in the repository with args and returns its stdout;
+// stderr (warnings) goes to the log, or into the error. HELM_*_HOME point into a temporary
+// directory: the test reads and writes nothing of the user's helm
 // configuration, cache or repositories.
 func helm(ctx context.Context, t *testing.T, args ...string) (string, error) {
+	out, stderr, err := helmOutput(ctx, t, args...)
+	if err == nil && strings.TrimSpace(stderr) != "" { // else err carries it
+		t.Logf("helm %s: stderr:\n%s", strings.Join(args, " "), stderr)
+	}
+	return out, err
+}
+
+// helmOutput is helm with stderr returned.
+func helmOutput(ctx context.Context, t *testing.T, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
+	bin := filepath.Join(s.binDir, "helm")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("%v: build it with `make bin/helm` (make test-e2e does)", err)
+	}
 	home := t.TempDir()
-	cmd := exec.CommandContext(ctx, filepath.Join(s.binDir, "helm"), args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = repoRoot(t)
 	cmd.Env = append(os.Environ(),
 		"HELM_CACHE_HOME="+filepath.Join(home, "cache"),
@@ -65,9 +79,9 @@ func helm(ctx context.Context, t *testing.T, args ...string) (string, error) {
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Run(); err != nil {
-		return out.String(), fmt.Errorf("helm %s: %w\n%s", strings.Join(args, " "), err, strings.TrimSpace(errOut.String()))
+		return out.String(), errOut.String(), fmt.Errorf("helm %s: %w\n%s", strings.Join(args, " "), err, strings.TrimSpace(errOut.String()))
 	}
-	return out.String(), nil
+	return out.String(), errOut.String(), nil
 }
 
 // helmTemplate renders the chart as the README installs it, plus extra
@@ -446,11 +460,14 @@ func TestHelmInstall(t *testing.T) {
 		t.Errorf("README's install is `helm %s`; the tests and the base's names assume release %s in %s",
 			strings.Join(install, " "), helmRelease, systemNamespace)
 	}
-	out, err := helm(ctx, t, append(install, "--kubeconfig", cp.AdminKubeconfig)...)
+	out, warnings, err := helmOutput(ctx, t, append(install, "--kubeconfig", cp.AdminKubeconfig)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("helm %s:\n%s", strings.Join(install, " "), out)
+	t.Logf("helm %s:\n%s%s", strings.Join(install, " "), out, warnings)
+	if strings.Contains(warnings, "would violate PodSecurity") {
+		t.Errorf("helm install warned about PodSecurity:\n%s", warnings)
+	}
 
 	// The namespace --create-namespace made, with the chart's Pod Security
 	// labels applied on top.
@@ -566,5 +583,32 @@ func TestHelmInstall(t *testing.T) {
 	}
 	if len(lines) > 0 {
 		t.Errorf("the scheduler was refused by RBAC %d times (%s), first: %s", len(lines), sched.Process.LogPath, lines[0])
+	}
+
+	// Day 2: a changed plugin arg reaches the ConfigMap and rolls the
+	// Deployment (checksum/config), which kustomize's hashed name does for
+	// the base.
+	checksum := func() string {
+		d, err := cp.Client.AppsV1().Deployments(systemNamespace).Get(ctx, schedulerDeploy, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.Spec.Template.Annotations["checksum/config"]
+	}
+	before := checksum()
+	upgrade := []string{"upgrade", helmRelease, chartPath, "-n", systemNamespace, "--reuse-values",
+		"--set", "devicePackArgs.scarcityWeight=50", "--kubeconfig", cp.AdminKubeconfig}
+	if _, err := helm(ctx, t, upgrade...); err != nil {
+		t.Fatal(err)
+	}
+	if after := checksum(); before == "" || after == before {
+		t.Errorf("helm upgrade with another scarcityWeight left the pod template's checksum/config at %q (before %q)", after, before)
+	}
+	_, data, err := e2eutil.DeployedSchedulerConfig(ctx, cp.Client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(data, "scarcityWeight: 50") {
+		t.Errorf("after helm upgrade, the scheduler configuration is:\n%s\nwant scarcityWeight: 50", data)
 	}
 }
