@@ -366,6 +366,25 @@ func TestHelmChartValues(t *testing.T) {
 			}
 		},
 	}, {
+		// The base's admission policy is edited by hand for this; the
+		// chart's follows the scheduler's own list (* marks a prefix).
+		name: "device resources reach the admission policy",
+		args: []string{"--set", "deviceFitArgs.deviceResources={example.com/fpga,example.com/acc-*}"},
+		check: func(t *testing.T, objs map[string]object) {
+			vars, _, _ := unstructured.NestedSlice(get(t, objs, "ValidatingAdmissionPolicy /devicefit-pod-requests").Object, "spec", "variables")
+			got := map[string]interface{}{}
+			for _, v := range vars {
+				m := v.(map[string]interface{})
+				got[m["name"].(string)] = m["expression"]
+			}
+			want := map[string]interface{}{"deviceResources": "['example.com/fpga']", "deviceResourcePrefixes": "['example.com/acc-']"}
+			for name, expr := range want {
+				if got[name] != expr {
+					t.Errorf("admission policy variable %s = %q, want %q", name, got[name], expr)
+				}
+			}
+		},
+	}, {
 		name:    "replicas without leader election",
 		args:    []string{"--set", "leaderElection.enabled=false"},
 		wantErr: "replicas > 1 needs leaderElection.enabled",
