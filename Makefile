@@ -366,8 +366,10 @@ verify-gofmt:
 verify-vet:
 	$(GO) vet ./...
 
+# The helm tools module too: its go.sum must stay complete for $(BIN)/helm.
 verify-tidy:
 	$(GO) mod tidy -diff
+	cd $(HELM_MOD) && $(GO) mod tidy -diff
 
 FORCE:
 
