@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,7 +19,7 @@ func TestRun(t *testing.T) {
 		"--devicefit-config", "../../manifests/scheduler-config.yaml",
 		"--json", out("r.json"), "--svg", out("r.svg"), "--failed-pods", out("f.csv"),
 	}
-	if code := run(args); code != 0 {
+	if code := run(args, io.Discard, io.Discard); code != 0 {
 		t.Fatalf("exit code %d", code)
 	}
 	for _, f := range []string{"r.json", "r.svg", "f.csv"} {
@@ -36,7 +37,7 @@ func TestRun(t *testing.T) {
 		t.Errorf("summary exit code %d", code)
 	}
 	first, _ := os.ReadFile(out("r.json"))
-	if code := run(args); code != 0 {
+	if code := run(args, io.Discard, io.Discard); code != 0 {
 		t.Fatalf("second run: exit code %d", code)
 	}
 	if second, _ := os.ReadFile(out("r.json")); !bytes.Equal(first, second) {
@@ -60,7 +61,7 @@ func TestRunErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := run(tt.args); got != tt.want {
+			if got := run(tt.args, io.Discard, io.Discard); got != tt.want {
 				t.Errorf("exit code %d, want %d", got, tt.want)
 			}
 		})
