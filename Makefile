@@ -40,7 +40,7 @@ COMMANDS := $(filter-out scheduler,$(sort $(notdir $(patsubst %/,%,$(dir $(wildc
 TOOLS := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kubectl
 
 .PHONY: all build scheduler commands tools test test-unit test-integration test-e2e test-faults \
-	fuzz prometheus manifests deploy krew undeploy image run verify verify-gofmt verify-vet verify-tidy verify-codegen generate clean help replay replay-report
+	fuzz prometheus manifests deploy krew undeploy image run verify verify-gofmt verify-vet verify-tidy verify-codegen generate clean help replay replay-report replay-charts
 
 all: build tools
 
@@ -274,6 +274,14 @@ replay: $(BIN)/replay ## one replay: REPLAY_PODS (default the shared multigpu50 
 		echo "replay: replaying the made-up scenario $(REPLAY_FALLBACK) instead"; \
 		$(BIN)/replay --nodes $(REPLAY_FALLBACK) --pods $(REPLAY_FALLBACK) $(REPLAY_FLAGS); \
 	fi
+
+# The charts of docs/replay drawn again from the JSON next to them (replay
+# svg): a change of the chart's layout needs no trace and no replay.
+replay-charts: $(BIN)/replay ## redraw docs/replay/*-seed42.svg from their JSON
+	@for j in $(REPORT_DIR)/*-seed42.json; do \
+		svg=$${j%.json}.svg; [[ -f $$svg ]] || continue; \
+		echo "$(BIN)/replay svg $$j $$svg"; $(BIN)/replay svg $$j $$svg; \
+	done
 
 # Every workload and seed, one after another (each replay uses every core);
 # the JSON of seed 42 and its chart go to docs/replay/, the others stay in

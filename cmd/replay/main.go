@@ -6,6 +6,7 @@
 //
 //	replay --nodes NODES.csv --pods PODS.csv [flags]
 //	replay summary RESULT.json...   # Markdown table over several --json results
+//	replay svg RESULT.json OUT.svg  # the --svg chart again, from a --json result
 package main
 
 import (
@@ -29,15 +30,20 @@ import (
 )
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "summary" {
-		os.Exit(summary(os.Args[2:]))
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "summary":
+			os.Exit(summary(os.Args[2:]))
+		case "svg":
+			os.Exit(svg(os.Args[2:]))
+		}
 	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // newFlags is the replay's command line: its own flags, then klog's.
 func newFlags() *cmdflags.Command {
-	return cmdflags.New("replay", "replay --nodes FILE --pods FILE [flags]\n  replay summary RESULT.json...")
+	return cmdflags.New("replay", "replay --nodes FILE --pods FILE [flags]\n  replay summary RESULT.json...\n  replay svg RESULT.json OUT.svg")
 }
 
 // run replays with the flags in args; the table goes to stdout, the help and
@@ -157,7 +163,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *svgFile != "" {
 		t := *title
 		if t == "" {
-			t = fmt.Sprintf("%s on %s, %s, tune %g, %s seed %d", filepath.Base(*podsFile), filepath.Base(*nodesFile), frac, *tune, ord, *seed)
+			t = replay.ChartTitle(res.Inputs)
 		}
 		if err := writeFile(*svgFile, func(w io.Writer) error { return replay.WriteSVG(w, res, t) }); err != nil {
 			return fail(err)
@@ -185,6 +191,28 @@ func summary(files []string) int {
 		results = append(results, res)
 	}
 	if err := replay.WriteSummary(os.Stdout, results); err != nil {
+		return fail(err)
+	}
+	return 0
+}
+
+// svg draws the chart of a --json result again, as --svg drew it with the
+// default title: the committed charts of docs/replay are redrawn from their
+// JSON without the trace.
+func svg(args []string) int {
+	if len(args) != 2 {
+		return fail(errors.New("svg: want RESULT.json OUT.svg"))
+	}
+	f, err := os.Open(args[0])
+	if err != nil {
+		return fail(err)
+	}
+	res, err := replay.ReadJSON(f)
+	f.Close()
+	if err != nil {
+		return fail(fmt.Errorf("%s: %w", args[0], err))
+	}
+	if err := writeFile(args[1], func(w io.Writer) error { return replay.WriteSVG(w, res, replay.ChartTitle(res.Inputs)) }); err != nil {
 		return fail(err)
 	}
 	return 0

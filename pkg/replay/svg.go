@@ -84,6 +84,13 @@ type chart struct {
 	texts         []textItem
 }
 
+// ChartTitle is the chart's title when none is given: the inputs of the
+// replay, which its JSON keeps, so that `replay svg` draws a result again
+// with the title the replay gave it.
+func ChartTitle(in Inputs) string {
+	return fmt.Sprintf("%s on %s, %s, tune %g, %s seed %d", in.Pods, in.Nodes, in.Fractional, in.Tune, in.Order, in.Seed)
+}
+
 // WriteSVG draws allocated % against arrived % for every policy, like
 // Fig. 7 of the FGD paper: the whole replay on the left, and on the right a
 // zoom on arrived >= 80%, where the policies part. The dashed line is the
