@@ -7,8 +7,9 @@
 #
 # They are called directly rather than through code-generator's
 # kube_codegen.sh: its gen_helpers has no way to pass --skip-unsafe, which
-# conversion-gen needs here (see below), and it would also run
-# register-gen and validation-gen, which this API does not use.
+# conversion-gen needs here (see below), and it `go install`s the generators,
+# validation-gen among them, from code-generator's own go.mod into GOBIN
+# instead of using the versions pinned here.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -19,7 +20,7 @@ readonly APIS=pkg/apis
 # them), so a new API version needs no edit here.
 pkgs_with_tag() {
   grep -rl --include='*.go' --exclude='zz_generated.*' -E "^// \+k8s:$1=" "${APIS}" |
-    xargs -r -n1 dirname | sort -u | sed 's|^|./|'
+    xargs -r -n1 dirname | LC_ALL=C sort -u | sed 's|^|./|'
 }
 
 mapfile -t deepcopy < <(pkgs_with_tag deepcopy-gen)
