@@ -8,13 +8,15 @@ import (
 
 // The functions below are the only hand-written conversions, and they convert
 // fields, not types: conversion-gen calls them from the generated
-// Convert_<type> functions (zz_generated.conversion.go). It cannot write them
-// itself because a v1 field is a pointer (unset, so that defaulting can tell
-// "absent" from "zero", the convention for optional fields of versioned
-// config types) where the internal field is a value of a *named* type.
-// metav1 ships such helpers only for the builtin kinds (Convert_Pointer_int64_To_int64,
-// which the generated code uses for the weights); for named types upstream
-// writes them by hand as well.
+// Convert_<type> functions (zz_generated.conversion.go) because they carry
+// the names it looks for. It cannot write them itself: a v1 field is a
+// pointer (unset, so that defaulting can tell "absent" from "zero", the
+// convention for optional fields of versioned config) where the internal
+// field is a value of a *named* type, and without these it reports the
+// field as needing manual conversion ("inconvertible types") and writes no
+// Convert_ function for the type that holds it. metav1 ships such functions only for the builtin types
+// (Convert_Pointer_int64_To_int64, which the generated code uses for the
+// weights).
 
 // Convert_Pointer_v1_DeviceNodePolicy_To_config_DeviceNodePolicy leaves the
 // internal policy empty when v1 has none (args that skipped defaulting).
