@@ -58,6 +58,10 @@ API server only; the scheduler need not run.`,
 		SilenceErrors: true,
 		Version:       version.Get().GitVersion,
 	}
+	// Cobra's own output (--version, --help) goes to the streams too, as
+	// kubectl's commands do, rather than to the process's stdout.
+	cmd.SetOut(streams.Out)
+	cmd.SetErr(streams.ErrOut)
 	flags.AddFlags(cmd.PersistentFlags())
 	cmd.AddCommand(newInventoryCommand(flags, streams), newExplainCommand(flags, streams), newSnapshotCommand(flags, streams), newDefragCommand(flags, streams))
 	return cmd

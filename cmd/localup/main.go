@@ -13,8 +13,8 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -28,6 +28,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/devicefit/devicefit/internal/cmdflags"
 	"github.com/devicefit/devicefit/internal/controlplane"
 )
 
@@ -50,15 +51,10 @@ func main() {
 }
 
 func run() int {
-	klog.InitFlags(nil)
-	var o options
-	flag.StringVar(&o.binDir, "bin-dir", "bin", "directory holding etcd, kube-apiserver and devicefit-scheduler (make build tools)")
-	flag.StringVar(&o.config, "config", "manifests/scheduler-config.yaml", "KubeSchedulerConfiguration to run the scheduler with")
-	flag.BoolVar(&o.keep, "keep", false, "leave the cluster running after the report and print its kubeconfig; Ctrl-C stops it")
-	flag.DurationVar(&o.timeout, "timeout", 3*time.Minute, "how long the workload may take to settle")
-	flag.Int64Var(&o.seed, "seed", 42, "seed of the workload's pod sizes and submission order")
-	flag.DurationVar(&o.grace, "grace", 10*time.Second, "how long each process may take to exit after SIGTERM before it is killed")
-	flag.Parse()
+	o, code, exit := parseFlags(os.Args[1:], os.Stdout, os.Stderr)
+	if exit {
+		return code
+	}
 	defer klog.Flush()
 
 	// The first Ctrl-C cancels ctx and starts an orderly shutdown; the
@@ -92,6 +88,30 @@ func run() int {
 		reportFailure(err, dir)
 		return 1
 	}
+}
+
+// newFlags is localup's command line: its own flags into o, then klog's.
+func newFlags(o *options) *cmdflags.Command {
+	cmd := cmdflags.New("localup", "localup [flags]")
+	fs := cmd.Flags()
+	fs.StringVar(&o.binDir, "bin-dir", "bin", "directory holding etcd, kube-apiserver and devicefit-scheduler (make build tools)")
+	fs.StringVar(&o.config, "config", "manifests/scheduler-config.yaml", "KubeSchedulerConfiguration to run the scheduler with")
+	fs.BoolVar(&o.keep, "keep", false, "leave the cluster running after the report and print its kubeconfig; Ctrl-C stops it")
+	fs.DurationVar(&o.timeout, "timeout", 3*time.Minute, "how long the workload may take to settle")
+	fs.Int64Var(&o.seed, "seed", 42, "seed of the workload's pod sizes and submission order")
+	fs.DurationVar(&o.grace, "grace", 10*time.Second, "how long each process may take to exit after SIGTERM before it is killed")
+	return cmd
+}
+
+// parseFlags returns the options of args, or exit with the code to exit with
+// (after --help, --version or a bad flag).
+func parseFlags(args []string, stdout, stderr io.Writer) (o options, code int, exit bool) {
+	rest, code, exit := newFlags(&o).Parse(args, stdout, stderr)
+	if !exit && len(rest) > 0 {
+		fmt.Fprintf(stderr, "localup: unexpected arguments %q\n", rest)
+		return o, 2, true
+	}
+	return o, code, exit
 }
 
 // reportFailure prints the error, where each log is, and the end of the log

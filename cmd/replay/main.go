@@ -6,12 +6,12 @@
 //
 //	replay --nodes NODES.csv --pods PODS.csv [flags]
 //	replay summary RESULT.json...   # Markdown table over several --json results
+//	replay svg RESULT.json OUT.svg  # the --svg chart again, from a --json result
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -25,23 +25,32 @@ import (
 	"k8s.io/component-base/version"
 	"k8s.io/klog/v2"
 
+	"github.com/devicefit/devicefit/internal/cmdflags"
 	"github.com/devicefit/devicefit/pkg/replay"
 )
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "summary" {
-		os.Exit(summary(os.Args[2:]))
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "summary":
+			os.Exit(summary(os.Args[2:]))
+		case "svg":
+			os.Exit(svg(os.Args[2:]))
+		}
 	}
-	os.Exit(run(os.Args[1:]))
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-type stringList []string
+// newFlags is the replay's command line: its own flags, then klog's.
+func newFlags() *cmdflags.Command {
+	return cmdflags.New("replay", "replay --nodes FILE --pods FILE [flags]\n  replay summary RESULT.json...\n  replay svg RESULT.json OUT.svg")
+}
 
-func (l *stringList) String() string     { return strings.Join(*l, ",") }
-func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
-
-func run(args []string) int {
-	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
+// run replays with the flags in args; the table goes to stdout, the help and
+// flag errors to stdout and stderr.
+func run(args []string, stdout, stderr io.Writer) int {
+	cmd := newFlags()
+	fs := cmd.Flags()
 	var (
 		nodesFile   = fs.String("nodes", "", "node list: trace CSV (sn,cpu_milli,memory_mib,gpu,model) or YAML (required)")
 		podsFile    = fs.String("pods", "", "pod list: trace CSV (name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec,...]) or YAML (required)")
@@ -62,24 +71,14 @@ func run(args []string) int {
 		devicesMode = fs.String("devices", string(replay.DevicesPlugin), "how the fleet's GPUs reach the scheduler: plugin (node allocatable) or dra (ResourceSlices and a DeviceClass serving nvidia.com/gpu)")
 		quiet       = fs.Bool("quiet", false, "no progress on stderr")
 		cpuProfile  = fs.String("cpuprofile", "", "write a CPU profile (pprof) to this file")
-		profiles    stringList
+		profiles    = fs.StringArray("profile", nil, "KubeSchedulerConfiguration file to replay as a further policy, named by the file's base name (repeatable)")
 	)
-	fs.Var(&profiles, "profile", "KubeSchedulerConfiguration file to replay as a further policy, named by the file's base name (repeatable)")
-	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(klogFlags)
-	fs.Var(klogFlags.Lookup("v").Value, "v", "log verbosity of the scheduler framework and plugins")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: replay --nodes FILE --pods FILE [flags]\n       replay summary RESULT.json...\n\nFlags:\n")
-		fs.PrintDefaults()
+	rest, code, exit := cmd.Parse(args, stdout, stderr)
+	if exit {
+		return code
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		return fail(fmt.Errorf("unexpected arguments %q", fs.Args()))
+	if len(rest) > 0 {
+		return fail(fmt.Errorf("unexpected arguments %q", rest))
 	}
 	defer klog.Flush()
 	if *nodesFile == "" || *podsFile == "" {
@@ -111,7 +110,7 @@ func run(args []string) int {
 			names = append(names, n)
 		}
 	}
-	pols, err := replay.ResolvePolicies(names, *dfConfig, profiles)
+	pols, err := replay.ResolvePolicies(names, *dfConfig, *profiles)
 	if err != nil {
 		return fail(err)
 	}
@@ -148,7 +147,7 @@ func run(args []string) int {
 	if err != nil {
 		return fail(err)
 	}
-	if err := replay.WriteTable(os.Stdout, res); err != nil {
+	if err := replay.WriteTable(stdout, res); err != nil {
 		return fail(err)
 	}
 	if *jsonFile != "" {
@@ -164,7 +163,7 @@ func run(args []string) int {
 	if *svgFile != "" {
 		t := *title
 		if t == "" {
-			t = fmt.Sprintf("%s on %s, %s, tune %g, %s seed %d", filepath.Base(*podsFile), filepath.Base(*nodesFile), frac, *tune, ord, *seed)
+			t = replay.ChartTitle(res.Inputs)
 		}
 		if err := writeFile(*svgFile, func(w io.Writer) error { return replay.WriteSVG(w, res, t) }); err != nil {
 			return fail(err)
@@ -192,6 +191,28 @@ func summary(files []string) int {
 		results = append(results, res)
 	}
 	if err := replay.WriteSummary(os.Stdout, results); err != nil {
+		return fail(err)
+	}
+	return 0
+}
+
+// svg draws the chart of a --json result again, as --svg drew it with the
+// default title: the committed charts of docs/replay are redrawn from their
+// JSON without the trace.
+func svg(args []string) int {
+	if len(args) != 2 {
+		return fail(errors.New("svg: want RESULT.json OUT.svg"))
+	}
+	f, err := os.Open(args[0])
+	if err != nil {
+		return fail(err)
+	}
+	res, err := replay.ReadJSON(f)
+	f.Close()
+	if err != nil {
+		return fail(fmt.Errorf("%s: %w", args[0], err))
+	}
+	if err := writeFile(args[1], func(w io.Writer) error { return replay.WriteSVG(w, res, replay.ChartTitle(res.Inputs)) }); err != nil {
 		return fail(err)
 	}
 	return 0

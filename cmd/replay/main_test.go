@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,7 +19,7 @@ func TestRun(t *testing.T) {
 		"--devicefit-config", "../../manifests/scheduler-config.yaml",
 		"--json", out("r.json"), "--svg", out("r.svg"), "--failed-pods", out("f.csv"),
 	}
-	if code := run(args); code != 0 {
+	if code := run(args, io.Discard, io.Discard); code != 0 {
 		t.Fatalf("exit code %d", code)
 	}
 	for _, f := range []string{"r.json", "r.svg", "f.csv"} {
@@ -36,7 +37,7 @@ func TestRun(t *testing.T) {
 		t.Errorf("summary exit code %d", code)
 	}
 	first, _ := os.ReadFile(out("r.json"))
-	if code := run(args); code != 0 {
+	if code := run(args, io.Discard, io.Discard); code != 0 {
 		t.Fatalf("second run: exit code %d", code)
 	}
 	if second, _ := os.ReadFile(out("r.json")); !bytes.Equal(first, second) {
@@ -60,12 +61,44 @@ func TestRunErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := run(tt.args); got != tt.want {
+			if got := run(tt.args, io.Discard, io.Discard); got != tt.want {
 				t.Errorf("exit code %d, want %d", got, tt.want)
 			}
 		})
 	}
 	if got := summary(nil); got != 1 {
 		t.Errorf("summary without files: exit code %d, want 1", got)
+	}
+}
+
+// TestSVGFromJSON: `replay svg` draws from the JSON exactly the chart the
+// replay drew with --svg, so docs/replay's charts can be redrawn without the
+// trace.
+func TestSVGFromJSON(t *testing.T) {
+	dir := t.TempDir()
+	out := func(name string) string { return filepath.Join(dir, name) }
+	args := []string{
+		"--nodes", scenario, "--pods", scenario, "--tune", "0", "--order", "trace", "--quiet",
+		"--devicefit-config", "../../manifests/scheduler-config.yaml",
+		"--json", out("r.json"), "--svg", out("replayed.svg"),
+	}
+	if code := run(args, io.Discard, io.Discard); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+	if code := svg([]string{out("r.json"), out("redrawn.svg")}); code != 0 {
+		t.Fatalf("svg: exit code %d", code)
+	}
+	replayed, _ := os.ReadFile(out("replayed.svg"))
+	redrawn, err := os.ReadFile(out("redrawn.svg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(replayed) == 0 || !bytes.Equal(replayed, redrawn) {
+		t.Errorf("the SVG drawn from the JSON differs from the replay's:\n%s\n---\n%s", replayed, redrawn)
+	}
+	for _, bad := range [][]string{nil, {out("r.json")}, {out("missing.json"), out("x.svg")}} {
+		if code := svg(bad); code != 1 {
+			t.Errorf("svg %q: exit code %d, want 1", bad, code)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -90,5 +91,27 @@ profiles:
 	}
 	if want := `"DeviceFitt" does not exist`; !strings.Contains(err.Error(), want) {
 		t.Errorf("error %q does not contain %q", err, want)
+	}
+}
+
+// TestHelpListsVersion: the scheduler's --version is upstream's
+// (component-base verflag, in the global section); it prints and exits the
+// process, so the test reads the help instead of running it. The version it
+// prints is the one hack/version.sh stamps into every devicefit binary.
+func TestHelpListsVersion(t *testing.T) {
+	cmd := newCommand()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"--help"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	help := out.String()
+	global := strings.Index(help, "\nGlobal flags:\n")
+	if global < 0 {
+		t.Fatalf("help has no global section:\n%s", help)
+	}
+	if !strings.Contains(help[global:], "--version version[=true]") {
+		t.Errorf("the global section does not list --version:\n%s", help[global:])
 	}
 }

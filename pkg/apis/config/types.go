@@ -15,6 +15,8 @@ const (
 	DeviceNodePolicyRequire DeviceNodePolicy = "Require"
 )
 
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
 // DeviceFitArgs holds the arguments of the DeviceFit plugin.
 type DeviceFitArgs struct {
 	metav1.TypeMeta
@@ -43,6 +45,8 @@ const (
 	// WorkloadStatic uses the classes listed in the args.
 	WorkloadStatic WorkloadMode = "Static"
 )
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
 // DevicePackArgs holds the arguments of the DevicePack plugin.
 type DevicePackArgs struct {

@@ -2,113 +2,99 @@ package v1
 
 import (
 	"k8s.io/apimachinery/pkg/conversion"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/devicefit/devicefit/pkg/apis/config"
 )
 
-func addConversionFuncs(s *runtime.Scheme) error {
-	if err := s.AddConversionFunc((*DevicePackArgs)(nil), (*config.DevicePackArgs)(nil), func(a, b interface{}, scope conversion.Scope) error {
-		return Convert_v1_DevicePackArgs_To_config_DevicePackArgs(a.(*DevicePackArgs), b.(*config.DevicePackArgs), scope)
-	}); err != nil {
-		return err
-	}
-	if err := s.AddConversionFunc((*config.DevicePackArgs)(nil), (*DevicePackArgs)(nil), func(a, b interface{}, scope conversion.Scope) error {
-		return Convert_config_DevicePackArgs_To_v1_DevicePackArgs(a.(*config.DevicePackArgs), b.(*DevicePackArgs), scope)
-	}); err != nil {
-		return err
-	}
-	if err := s.AddConversionFunc((*DeviceFitArgs)(nil), (*config.DeviceFitArgs)(nil), func(a, b interface{}, scope conversion.Scope) error {
-		return Convert_v1_DeviceFitArgs_To_config_DeviceFitArgs(a.(*DeviceFitArgs), b.(*config.DeviceFitArgs), scope)
-	}); err != nil {
-		return err
-	}
-	return s.AddConversionFunc((*config.DeviceFitArgs)(nil), (*DeviceFitArgs)(nil), func(a, b interface{}, scope conversion.Scope) error {
-		return Convert_config_DeviceFitArgs_To_v1_DeviceFitArgs(a.(*config.DeviceFitArgs), b.(*DeviceFitArgs), scope)
-	})
-}
+// The functions below are the only hand-written conversions, and they convert
+// fields, not types: conversion-gen calls them from the generated
+// Convert_<type> functions (zz_generated.conversion.go) because they carry
+// the names it looks for. It cannot write them itself: a v1 field is a
+// pointer (unset, so that defaulting can tell "absent" from "zero", the
+// convention for optional fields of versioned config) where the internal
+// field is a value of a *named* type, and without these it reports the
+// field as needing manual conversion ("inconvertible types") and writes no
+// Convert_ function for the type that holds it. metav1 ships such functions only for the builtin types
+// (Convert_Pointer_int64_To_int64, which the generated code uses for the
+// weights).
 
-// Convert_v1_DeviceFitArgs_To_config_DeviceFitArgs converts v1 args to the internal type.
-func Convert_v1_DeviceFitArgs_To_config_DeviceFitArgs(in *DeviceFitArgs, out *config.DeviceFitArgs, _ conversion.Scope) error { //nolint:revive // conversion naming
-	out.DeviceResources = append([]string(nil), in.DeviceResources...)
-	out.AllowedCounts = append([]int64(nil), in.AllowedCounts...)
-	out.DeviceNodePolicy = ""
-	if in.DeviceNodePolicy != nil {
-		out.DeviceNodePolicy = config.DeviceNodePolicy(*in.DeviceNodePolicy)
+// Convert_Pointer_v1_DeviceNodePolicy_To_config_DeviceNodePolicy leaves the
+// internal policy empty when v1 has none (args that skipped defaulting).
+func Convert_Pointer_v1_DeviceNodePolicy_To_config_DeviceNodePolicy(in **DeviceNodePolicy, out *config.DeviceNodePolicy, _ conversion.Scope) error { //nolint:revive // conversion-gen naming
+	*out = ""
+	if *in != nil {
+		*out = config.DeviceNodePolicy(**in)
 	}
 	return nil
 }
 
-// Convert_config_DeviceFitArgs_To_v1_DeviceFitArgs converts internal args to v1.
-func Convert_config_DeviceFitArgs_To_v1_DeviceFitArgs(in *config.DeviceFitArgs, out *DeviceFitArgs, _ conversion.Scope) error { //nolint:revive // conversion naming
-	out.DeviceResources = append([]string(nil), in.DeviceResources...)
-	out.AllowedCounts = append([]int64(nil), in.AllowedCounts...)
-	out.DeviceNodePolicy = nil
-	if in.DeviceNodePolicy != "" {
-		p := DeviceNodePolicy(in.DeviceNodePolicy)
-		out.DeviceNodePolicy = &p
+// Convert_config_DeviceNodePolicy_To_Pointer_v1_DeviceNodePolicy omits an
+// empty policy, so that v1 defaulting fills it in again.
+func Convert_config_DeviceNodePolicy_To_Pointer_v1_DeviceNodePolicy(in *config.DeviceNodePolicy, out **DeviceNodePolicy, _ conversion.Scope) error { //nolint:revive // conversion-gen naming
+	*out = nil
+	if *in != "" {
+		p := DeviceNodePolicy(*in)
+		*out = &p
 	}
 	return nil
 }
 
-// Convert_v1_DevicePackArgs_To_config_DevicePackArgs converts v1 args to the
-// internal type. Unset pointers (args that skipped defaulting) become zero.
-func Convert_v1_DevicePackArgs_To_config_DevicePackArgs(in *DevicePackArgs, out *config.DevicePackArgs, _ conversion.Scope) error { //nolint:revive // conversion naming
-	*out = config.DevicePackArgs{
-		DeviceResources:     append([]string(nil), in.DeviceResources...),
-		FragmentationWeight: deref(in.FragmentationWeight),
-		BestFitWeight:       deref(in.BestFitWeight),
-		ProductValueWeight:  deref(in.ProductValueWeight),
-		ScarcityWeight:      deref(in.ScarcityWeight),
-		DeviceNodePenalty:   deref(in.DeviceNodePenalty),
-	}
-	for _, v := range in.ProductValues {
-		out.ProductValues = append(out.ProductValues, config.ProductValue(v))
-	}
-	if w := in.Workload; w != nil {
-		out.Workload = config.WorkloadSpec{
-			Mode:         config.WorkloadMode(deref(w.Mode)),
-			HalfLifePods: deref(w.HalfLifePods),
-			PriorPods:    deref(w.PriorPods),
-		}
-		for _, c := range w.Classes {
-			out.Workload.Classes = append(out.Workload.Classes, config.WorkloadClass(c))
-		}
+// Convert_Pointer_v1_WorkloadMode_To_config_WorkloadMode leaves the internal
+// mode empty when v1 has none.
+func Convert_Pointer_v1_WorkloadMode_To_config_WorkloadMode(in **WorkloadMode, out *config.WorkloadMode, _ conversion.Scope) error { //nolint:revive // conversion-gen naming
+	*out = ""
+	if *in != nil {
+		*out = config.WorkloadMode(**in)
 	}
 	return nil
 }
 
-// Convert_config_DevicePackArgs_To_v1_DevicePackArgs converts internal args to v1.
-func Convert_config_DevicePackArgs_To_v1_DevicePackArgs(in *config.DevicePackArgs, out *DevicePackArgs, _ conversion.Scope) error { //nolint:revive // conversion naming
-	mode := WorkloadMode(in.Workload.Mode)
-	*out = DevicePackArgs{
-		DeviceResources:     append([]string(nil), in.DeviceResources...),
-		FragmentationWeight: ptrTo(in.FragmentationWeight),
-		BestFitWeight:       ptrTo(in.BestFitWeight),
-		ProductValueWeight:  ptrTo(in.ProductValueWeight),
-		ScarcityWeight:      ptrTo(in.ScarcityWeight),
-		DeviceNodePenalty:   ptrTo(in.DeviceNodePenalty),
-		Workload: &WorkloadSpec{
-			Mode:         &mode,
-			HalfLifePods: ptrTo(in.Workload.HalfLifePods),
-			PriorPods:    ptrTo(in.Workload.PriorPods),
-		},
-	}
-	for _, v := range in.ProductValues {
-		out.ProductValues = append(out.ProductValues, ProductValue(v))
-	}
-	for _, c := range in.Workload.Classes {
-		out.Workload.Classes = append(out.Workload.Classes, WorkloadClass(c))
-	}
+// Convert_config_WorkloadMode_To_Pointer_v1_WorkloadMode always sets the mode,
+// as the internal args always carry one once defaulted.
+func Convert_config_WorkloadMode_To_Pointer_v1_WorkloadMode(in *config.WorkloadMode, out **WorkloadMode, _ conversion.Scope) error { //nolint:revive // conversion-gen naming
+	m := WorkloadMode(*in)
+	*out = &m
 	return nil
 }
 
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
+// Convert_Pointer_v1_WorkloadSpec_To_config_WorkloadSpec turns an absent v1
+// workload into the zero internal one.
+func Convert_Pointer_v1_WorkloadSpec_To_config_WorkloadSpec(in **WorkloadSpec, out *config.WorkloadSpec, s conversion.Scope) error { //nolint:revive // conversion-gen naming
+	if *in == nil {
+		*out = config.WorkloadSpec{}
+		return nil
 	}
-	return *p
+	return Convert_v1_WorkloadSpec_To_config_WorkloadSpec(*in, out, s)
 }
 
-func ptrTo[T any](v T) *T { return &v }
+// Convert_config_WorkloadSpec_To_Pointer_v1_WorkloadSpec always writes the
+// workload out: the internal one has no "absent".
+func Convert_config_WorkloadSpec_To_Pointer_v1_WorkloadSpec(in *config.WorkloadSpec, out **WorkloadSpec, s conversion.Scope) error { //nolint:revive // conversion-gen naming
+	*out = new(WorkloadSpec)
+	return Convert_config_WorkloadSpec_To_v1_WorkloadSpec(in, *out, s)
+}
+
+// Convert_Slice_string_To_Slice_string and Convert_Slice_int64_To_Slice_int64
+// copy, as apimachinery's Convert_Slice_byte_To_Slice_byte does: conversion-gen
+// assigns slices of builtin elements as they are (even with --skip-unsafe),
+// and the internal args would then share the decoded v1 args' arrays. A
+// plugin that sorts or edits its args must not reach into the object it was
+// decoded from (conversion_test.go checks it).
+func Convert_Slice_string_To_Slice_string(in, out *[]string, _ conversion.Scope) error { //nolint:revive // conversion-gen naming
+	*out = copySlice(*in)
+	return nil
+}
+
+// Convert_Slice_int64_To_Slice_int64: see Convert_Slice_string_To_Slice_string.
+func Convert_Slice_int64_To_Slice_int64(in, out *[]int64, _ conversion.Scope) error { //nolint:revive // conversion-gen naming
+	*out = copySlice(*in)
+	return nil
+}
+
+// copySlice keeps nil and empty apart, as generated code does for slices.
+func copySlice[T any](in []T) []T {
+	if in == nil {
+		return nil
+	}
+	return append(make([]T, 0, len(in)), in...)
+}

@@ -6,14 +6,10 @@ import (
 	"github.com/devicefit/devicefit/pkg/devices"
 )
 
+// addDefaultingFuncs registers the SetDefaults_ functions below through
+// RegisterDefaults, which defaulter-gen writes (zz_generated.defaults.go).
 func addDefaultingFuncs(scheme *runtime.Scheme) error {
-	scheme.AddTypeDefaultingFunc(&DeviceFitArgs{}, func(obj interface{}) {
-		SetDefaults_DeviceFitArgs(obj.(*DeviceFitArgs))
-	})
-	scheme.AddTypeDefaultingFunc(&DevicePackArgs{}, func(obj interface{}) {
-		SetDefaults_DevicePackArgs(obj.(*DevicePackArgs))
-	})
-	return nil
+	return RegisterDefaults(scheme)
 }
 
 // SetDefaults_DeviceFitArgs fills the unset fields of DeviceFitArgs.

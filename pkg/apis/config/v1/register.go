@@ -12,10 +12,20 @@ var SchemeGroupVersion = schema.GroupVersion{Group: schedconfigv1.GroupName, Ver
 
 var (
 	// SchemeBuilder registers the v1 args with their defaults and conversions.
-	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes, addDefaultingFuncs, addConversionFuncs)
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
+	// localSchemeBuilder is the name the generated zz_generated.conversion.go
+	// registers RegisterConversions with, in its init.
+	localSchemeBuilder = &SchemeBuilder
 	// AddToScheme adds the v1 args types to a scheme.
-	AddToScheme = SchemeBuilder.AddToScheme
+	AddToScheme = localSchemeBuilder.AddToScheme
 )
+
+func init() {
+	// As upstream's pkg/scheduler/apis/config/v1: only hand-written functions
+	// are registered here; the generated files register their own, so the
+	// package still compiles while they are being regenerated.
+	localSchemeBuilder.Register(addDefaultingFuncs)
+}
 
 func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion, &DeviceFitArgs{}, &DevicePackArgs{})

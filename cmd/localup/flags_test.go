@@ -1,0 +1,53 @@
+package main
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/component-base/version"
+
+	"github.com/devicefit/devicefit/internal/cmdflags/cmdflagstest"
+)
+
+func TestParseFlags(t *testing.T) {
+	defaults := options{binDir: "bin", config: "manifests/scheduler-config.yaml", timeout: 3 * time.Minute, seed: 42, grace: 10 * time.Second}
+	tests := []struct {
+		name       string
+		args       []string
+		want       options
+		wantCode   int
+		wantExit   bool
+		wantStdout string // "help": the help, checked against newFlags
+	}{
+		{name: "defaults", want: defaults},
+		{name: "own flags", args: []string{"--keep", "--seed", "7", "--bin-dir", "/opt/bin"}, want: func() options { o := defaults; o.keep, o.seed, o.binDir = true, 7, "/opt/bin"; return o }()},
+		{name: "help", args: []string{"--help"}, wantExit: true, wantStdout: "help"},
+		{name: "version", args: []string{"--version"}, wantExit: true, wantStdout: "localup " + version.Get().GitVersion + "\n"},
+		{name: "bad flag", args: []string{"--bogus"}, wantExit: true, wantCode: 2},
+		{name: "stray argument", args: []string{"extra"}, wantExit: true, wantCode: 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			got, code, exit := parseFlags(tc.args, &stdout, &stderr)
+			if diff := cmp.Diff([]any{tc.wantExit, tc.wantCode}, []any{exit, code}); diff != "" {
+				t.Fatalf("exit, code (-want,+got):\n%s\nstderr:\n%s", diff, stderr.String())
+			}
+			switch {
+			case !exit:
+				if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(options{})); diff != "" {
+					t.Errorf("options (-want,+got):\n%s", diff)
+				}
+			case tc.wantStdout == "help":
+				var o options
+				cmdflagstest.CheckHelp(t, newFlags(&o), stdout.String())
+			default:
+				if diff := cmp.Diff(tc.wantStdout, stdout.String()); diff != "" {
+					t.Errorf("stdout (-want,+got):\n%s", diff)
+				}
+			}
+		})
+	}
+}
