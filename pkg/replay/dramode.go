@@ -89,8 +89,11 @@ func draObjects(fleet []NodeSpec, shared bool) []runtime.Object {
 // device to two claims (the set would be smaller), fails.
 func (s *simulation) checkDRA(placed int64) error {
 	m := s.fw.SharedDRAManager()
-	if m == nil {
+	if m == nil || s.dra == nil {
 		return fmt.Errorf("DRA mode without a DRA manager")
+	}
+	if err := s.dra.claims.verify(); err != nil {
+		return err
 	}
 	state, err := m.ResourceClaims().GatherAllocatedState()
 	if err != nil {

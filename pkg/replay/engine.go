@@ -80,7 +80,10 @@ func initMetrics() {
 
 // simulation is one policy's replay over a fresh fleet.
 type simulation struct {
-	fw      framework.Framework
+	fw framework.Framework
+	// dra is the DRA manager with the allocations of bound pods committed
+	// (committedclaims.go); nil without DRA.
+	dra     *committedDRA
 	snap    *internalcache.Snapshot
 	nodes   []fwk.NodeInfo // fleet order
 	style   SelectorStyle
@@ -101,11 +104,16 @@ type simulation struct {
 	// up to date as pods are assumed; gpus is each node's devices; shares
 	// the shares model in dra-shares mode.
 	prescreen bool
-	shares    *shareTracker
-	gpus      []int64
-	request   podRequest
-	free      []podRequest
-	slots     []int
+	// draByModel: the pre-screen's device model also decides where
+	// DynamicResources would accept the pod, and the allocator runs on the
+	// chosen node only (see schedule).
+	draByModel bool
+	models     []string // per node, the GPU model its slice publishes
+	shares     *shareTracker
+	gpus       []int64
+	request    podRequest
+	free       []podRequest
+	slots      []int
 }
 
 // podRequest is what NodeResourcesFit checks of a replay pod; share is a
@@ -113,6 +121,8 @@ type simulation struct {
 type podRequest struct {
 	milliCPU, memory, devices int64
 	share                     int64
+	// models are the GPU models a claim's CEL accepts (nil: any).
+	models []string
 }
 
 // rejectedByFit is the status of a node the pre-screen turned away;
@@ -145,7 +155,7 @@ func (s *simulation) canFit(i int) *fwk.Status {
 		return rejectedByFit
 	}
 	if s.shares != nil {
-		if !s.shares.fits(i, r.devices, r.share) {
+		if !s.shares.fits(i, r.devices, r.share) || len(r.models) > 0 && !slices.Contains(r.models, s.models[i]) {
 			return rejectedByDRA
 		}
 		return nil
@@ -168,10 +178,15 @@ func (s *simulation) refresh(i int) {
 	s.slots[i] = alloc.GetAllowedPodNumber() - len(ni.GetPods())
 }
 
+// filters reports whether plugin filters in fw's profile.
+func filters(fw framework.Framework, plugin string) bool {
+	return slices.ContainsFunc(fw.ListPlugins().Filter.Enabled, func(p schedconfig.Plugin) bool { return p.Name == plugin })
+}
+
 // prescreenApplies reports whether NodeResourcesFit filters in the profile
 // and checks nvidia.com/gpu.
 func prescreenApplies(fw framework.Framework, profile *schedconfig.KubeSchedulerProfile) bool {
-	if !slices.ContainsFunc(fw.ListPlugins().Filter.Enabled, func(p schedconfig.Plugin) bool { return p.Name == names.NodeResourcesFit }) {
+	if !filters(fw, names.NodeResourcesFit) {
 		return false
 	}
 	for _, pc := range profile.PluginConfig {
@@ -217,7 +232,7 @@ func newSimulation(ctx context.Context, pol Policy, fleet []NodeSpec, arrivals [
 		}
 		client = fake.NewClientset(objs...)
 	}
-	fw, err := newFramework(ctx, pol, registry, client, snap, par)
+	fw, dra, err := newFramework(ctx, pol, registry, client, snap, par)
 	if err != nil {
 		return nil, err
 	}
@@ -225,12 +240,14 @@ func newSimulation(ctx context.Context, pol Policy, fleet []NodeSpec, arrivals [
 
 	s := &simulation{
 		fw:       fw,
+		dra:      dra,
 		snap:     snap,
 		nodes:    make([]fwk.NodeInfo, len(fleet)),
 		par:      par,
 		statuses: make([]*fwk.Status, len(fleet)),
 		free:     make([]podRequest, len(fleet)),
 		gpus:     make([]int64, len(fleet)),
+		models:   make([]string, len(fleet)),
 		slots:    make([]int, len(fleet)),
 		order:    make([]int, 0, len(fleet)),
 		failed:   map[string]int{},
@@ -246,11 +263,13 @@ func newSimulation(ctx context.Context, pol Policy, fleet []NodeSpec, arrivals [
 		}
 		s.nodes[i] = ni
 		s.gpus[i] = fleet[i].GPUs
+		s.models[i] = fleet[i].Model
 	}
 	if slices.ContainsFunc(fw.ListPlugins().Filter.Enabled, func(p schedconfig.Plugin) bool { return p.Name == devicefit.Name }) {
 		s.style = SelectByAnnotation
 	}
 	s.prescreen = !opts.NoPrescreen && prescreenApplies(fw, &profile)
+	s.draByModel = s.prescreen && opts.Devices == DevicesDRA && filters(fw, names.DynamicResources)
 	s.metrics = newTracker(fleet, v1Nodes, wl)
 	if opts.Shares {
 		s.shares = newShareTracker(fleet)
@@ -267,15 +286,20 @@ func newSimulation(ctx context.Context, pol Policy, fleet []NodeSpec, arrivals [
 // scheduler.New does for a profile, over snap and a fake API client that
 // holds what the plugins read through informers (volumes, DRA objects and
 // the like). The informers are started and synced.
-func newFramework(ctx context.Context, pol Policy, registry frameworkruntime.Registry, client *fake.Clientset, snap *internalcache.Snapshot, par int) (framework.Framework, error) {
+func newFramework(ctx context.Context, pol Policy, registry frameworkruntime.Registry, client *fake.Clientset, snap *internalcache.Snapshot, par int) (framework.Framework, *committedDRA, error) {
 	logger := klog.FromContext(ctx)
 	informerFactory := informers.NewSharedInformerFactory(client, 0)
 	var draManager fwk.SharedDRAManager
+	var claims *committedDRA
 	// synced are the DRA caches fed by handlers, which WaitForCacheSync
 	// does not wait for: the first pods must see every slice and class.
 	var synced []cache.InformerSynced
 	if utilfeature.DefaultFeatureGate.Enabled(features.DynamicResourceAllocation) {
 		claimCache := assumecache.NewAssumeCache(logger, informerFactory.Resource().V1().ResourceClaims().Informer(), "ResourceClaim", "", nil)
+		// The registration of the cache's own informer handler: synced once
+		// the cache holds every claim (the share claims of dra-shares),
+		// which the informer's sync alone does not promise.
+		synced = append(synced, claimCache.AddEventHandler(cache.ResourceEventHandlerFuncs{}).HasSynced)
 		trackerOpts := resourceslicetracker.Options{
 			EnableDeviceTaintRules:   utilfeature.DefaultFeatureGate.Enabled(features.DRADeviceTaintRules),
 			EnableConsumableCapacity: utilfeature.DefaultFeatureGate.Enabled(features.DRAConsumableCapacity),
@@ -287,7 +311,7 @@ func newFramework(ctx context.Context, pol Policy, registry frameworkruntime.Reg
 		}
 		sliceTracker, err := resourceslicetracker.StartTracker(ctx, trackerOpts)
 		if err != nil {
-			return nil, fmt.Errorf("starting the resource slice tracker: %w", err)
+			return nil, nil, fmt.Errorf("starting the resource slice tracker: %w", err)
 		}
 		synced = append(synced, sliceTracker.HasSynced)
 		m := dynamicresources.NewDRAManager(ctx, claimCache, sliceTracker, informerFactory)
@@ -297,11 +321,12 @@ func newFramework(ctx context.Context, pol Policy, registry frameworkruntime.Reg
 			// kube-scheduler's event handlers feed it.
 			reg, err := informerFactory.Resource().V1().DeviceClasses().Informer().AddEventHandler(erCache)
 			if err != nil {
-				return nil, fmt.Errorf("watching DeviceClasses: %w", err)
+				return nil, nil, fmt.Errorf("watching DeviceClasses: %w", err)
 			}
 			synced = append(synced, reg.HasSynced)
 		}
-		draManager = m
+		claims = newCommittedDRA(m)
+		draManager = claims
 	}
 	profile := pol.Profile
 	fw, err := frameworkruntime.NewFramework(ctx, registry, &profile,
@@ -316,18 +341,18 @@ func newFramework(ctx context.Context, pol Policy, registry frameworkruntime.Reg
 		frameworkruntime.WithParallelism(par),
 	)
 	if err != nil {
-		return nil, fmt.Errorf("policy %s: %w", pol.Name, err)
+		return nil, nil, fmt.Errorf("policy %s: %w", pol.Name, err)
 	}
 	informerFactory.Start(ctx.Done())
 	for typ, ok := range informerFactory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
-			return nil, fmt.Errorf("policy %s: informer for %v did not sync", pol.Name, typ)
+			return nil, nil, fmt.Errorf("policy %s: informer for %v did not sync", pol.Name, typ)
 		}
 	}
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
-		return nil, fmt.Errorf("policy %s: the DRA caches did not sync", pol.Name)
+		return nil, nil, fmt.Errorf("policy %s: the DRA caches did not sync", pol.Name)
 	}
-	return fw, nil
+	return fw, claims, nil
 }
 
 // numFeasibleNodesToFind is upstream's rule (Scheduler.numFeasibleNodesToFind).
@@ -393,6 +418,19 @@ func (s *simulation) schedule(ctx context.Context, pod *v1.Pod) (outcome, error)
 			}
 		}
 	}
+	// In DRA mode the allocator's Filter dominates a replay: upstream runs
+	// it on every node tried, for ~500 nodes per pod at the trace's scale.
+	// Where the pre-screen's device model is exact (free devices per node,
+	// or per GPU the shares first fit leaves, and the claim's models), it
+	// decides DynamicResources' verdict on the nodes tried and the
+	// allocator runs on the chosen node alone, before Reserve, which needs
+	// its result. Should the allocator refuse a node the model accepted,
+	// the replay fails (allocatorAgrees); --no-prescreen runs it everywhere.
+	skip := state.GetSkipFilterPlugins()
+	byModel := s.draByModel && !skip.Has(names.DynamicResources)
+	if byModel {
+		state.SetSkipFilterPlugins(skip.Clone().Insert(names.DynamicResources))
+	}
 	// Upstream counts the nodes PreFilter left (findNodesThatPassFilters).
 	toFind := numFeasibleNodesToFind(s.percent, len(s.order))
 	if !s.fw.HasScorePlugins() {
@@ -414,6 +452,12 @@ func (s *simulation) schedule(ctx context.Context, pod *v1.Pod) (outcome, error)
 			return outcome{}, err
 		}
 	}
+	if byModel {
+		state.SetSkipFilterPlugins(skip)
+		if err := s.allocatorAgrees(ctx, state, pod, chosen); err != nil {
+			return outcome{}, err
+		}
+	}
 	name := s.nodes[chosen].Node().Name
 	pod.Spec.NodeName = name
 	if st := s.fw.RunReservePluginsReserve(ctx, state, pod, name); !st.IsSuccess() {
@@ -431,8 +475,24 @@ func (s *simulation) schedule(ctx context.Context, pod *v1.Pod) (outcome, error)
 	if err := s.snap.AssumePod(pi); err != nil {
 		return outcome{}, err
 	}
+	if s.dra != nil {
+		s.dra.claims.commit(pod.UID, pod.Name)
+	}
 	s.refresh(chosen)
 	return outcome{node: chosen}, nil
+}
+
+// allocatorAgrees runs every Filter plugin, DynamicResources' allocator
+// included, on the node the replay chose by its device model: the
+// allocation Reserve commits is the allocator's own, and a model that
+// strays from it stops the replay.
+func (s *simulation) allocatorAgrees(ctx context.Context, state fwk.CycleState, pod *v1.Pod, chosen int) error {
+	st := s.fw.RunFilterPlugins(ctx, state, pod, s.nodes[chosen])
+	if !st.IsSuccess() {
+		return fmt.Errorf("the replay's device model found node %s feasible, Filter did not (%s: %s)",
+			s.nodes[chosen].Node().Name, st.Plugin(), st.Message())
+	}
+	return nil
 }
 
 // filter runs the Filter plugins in rotation order, in parallel chunks,
@@ -623,7 +683,7 @@ func RunPolicy(ctx context.Context, pol Policy, fleet []NodeSpec, arrivals []Arr
 		share := opts.Shares && a.Pod.Fractional()
 		if share {
 			withShareClaim(pod, a)
-			s.request.devices, s.request.share = 0, a.Pod.GPUMilli
+			s.request.devices, s.request.share, s.request.models = 0, a.Pod.GPUMilli, a.Pod.Products
 		}
 		out, err := s.schedule(ctx, pod)
 		if err != nil {

@@ -166,6 +166,9 @@ func (t *shareTracker) free(i int, partial []float64) (int64, []float64) {
 // sum is the milli-GPU the bound pods asked for, and no GPU is held whole
 // (every allocation of a shared device is a share).
 func (s *simulation) checkShares(t *shareTracker, fleet []NodeSpec, placed int64) error {
+	if err := s.dra.claims.verify(); err != nil {
+		return err
+	}
 	state, err := s.fw.SharedDRAManager().ResourceClaims().GatherAllocatedState()
 	if err != nil {
 		return err

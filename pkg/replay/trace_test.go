@@ -148,8 +148,8 @@ func TestLoadYAML(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pods) != 23 {
-		t.Fatalf("got %d pods, want 23", len(pods))
+	if len(pods) != 26 {
+		t.Fatalf("got %d pods, want 26", len(pods))
 	}
 	if got := pods[0]; got.Name != "share-0" || got.GPUMilli != 300 || !got.Fractional() {
 		t.Errorf("pod 0 = %+v, want share-0 with a 300 milli share", got)
@@ -162,6 +162,9 @@ func TestLoadYAML(t *testing.T) {
 	}
 	if got := pods[22]; got.Name != "cpu-3" || got.GPUs != 0 || got.GPUMilli != 0 {
 		t.Errorf("pod 22 = %+v, want cpu-3 without devices", got)
+	}
+	if got := pods[25]; got.Name != "halft4-2" || !got.Fractional() || !cmp.Equal(got.Products, []string{"T4"}) {
+		t.Errorf("pod 25 = %+v, want halft4-2, half a T4", got)
 	}
 }
 
