@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -91,7 +90,7 @@ func TestDefragApply(t *testing.T) {
 		return err == nil && p.Status.ObservedGeneration == p.Generation && p.Status.ExpectedPods == 1 && p.Status.DisruptionsAllowed == 0, err
 	})
 	before := placements(t, ctx, ns)
-	plugin := e2eutil.Kubectl{Binary: filepath.Join(s.binDir, "kubectl-devicefit"), Kubeconfig: s.cp.AdminKubeconfig}
+	plugin := s.env.Kubectl("kubectl-devicefit")
 
 	// --free-nodes 1: only a's pods may all move (b holds the guarded and a
 	// bare pod, c a bare pod).

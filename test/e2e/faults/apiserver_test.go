@@ -93,9 +93,9 @@ func TestAPIServerRestart(t *testing.T) {
 				switch {
 				case err == nil:
 				case !tc.mustSurvive && strings.Contains(controlplane.Tail(sc.Process.LogPath, 20), "Leaderelection lost"):
-					t.Logf("%s lost the lease during the outage and exited, as kube-scheduler does: %v", sc.name, err)
+					t.Logf("%s lost the lease during the outage and exited, as kube-scheduler does: %v", sc.Name, err)
 				default:
-					t.Errorf("%s exited: %v\nlast lines of %s:\n%s", sc.name, err, sc.Process.LogPath, controlplane.Tail(sc.Process.LogPath, 30))
+					t.Errorf("%s exited: %v\nlast lines of %s:\n%s", sc.Name, err, sc.Process.LogPath, controlplane.Tail(sc.Process.LogPath, 30))
 				}
 			}
 			now := waitLeader(t, a, b)
@@ -105,12 +105,12 @@ func TestAPIServerRestart(t *testing.T) {
 			}
 			switch {
 			case now == leader:
-				t.Logf("%s led before and after the restart (lease holder %s, transitions %d → %d)", leader.name, holder, transitions, newTransitions)
+				t.Logf("%s led before and after the restart (lease holder %s, transitions %d → %d)", leader.Name, holder, transitions, newTransitions)
 			case tc.mustSurvive:
-				t.Errorf("%s led before the restart, %s after: the lease should have outlasted the outage", leader.name, now.name)
+				t.Errorf("%s led before the restart, %s after: the lease should have outlasted the outage", leader.Name, now.Name)
 			default:
 				t.Logf("%s led before the restart, %s after (lease holder %s → %s, transitions %d → %d)",
-					leader.name, now.name, holder, newHolder, transitions, newTransitions)
+					leader.Name, now.Name, holder, newHolder, transitions, newTransitions)
 			}
 		})
 	}

@@ -9,12 +9,12 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
 	"github.com/devicefit/devicefit/internal/controlplane"
+	"github.com/devicefit/devicefit/internal/e2eutil"
 	"github.com/devicefit/devicefit/internal/nvdra"
 	"github.com/devicefit/devicefit/pkg/devices"
 )
@@ -42,12 +42,11 @@ const (
 // of unschedulable pods, then binds.
 const draOrphanWait = 7 * time.Minute
 
-// setUpDRA starts kube-controller-manager with the controllers DRA needs
-// and creates the DeviceClass.
-func setUpDRA(ctx context.Context, cp *controlplane.ControlPlane) error {
-	if err := cp.StartControllerManager(ctx, "resourceclaim-controller", "garbage-collector-controller"); err != nil {
-		return err
-	}
+// draControllers are the kube-controller-manager controllers DRA needs.
+var draControllers = []string{"resourceclaim-controller", "garbage-collector-controller"}
+
+// createDeviceClass creates the DeviceClass of the DRA nodes' GPUs.
+func createDeviceClass(ctx context.Context, cp *controlplane.ControlPlane) error {
 	class := nvdra.Class(draClassName, nvdra.WholeGPUs, string(resourceGPU))
 	if _, err := cp.Client.ResourceV1().DeviceClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating DeviceClass %s: %w", class.Name, err)
@@ -62,12 +61,8 @@ func registerDRANodes(t *testing.T, group, prefix string, n int) {
 	ctx := testContext(t, time.Minute)
 	for i := range n {
 		name := fmt.Sprintf("%s-%d", prefix, i)
-		capacity := v1.ResourceList{
-			v1.ResourceCPU:    resource.MustParse("64"),
-			v1.ResourceMemory: resource.MustParse("512Gi"),
-			v1.ResourcePods:   resource.MustParse("250"),
-		}
-		if err := controlplane.RegisterNode(ctx, s.cp.Client, name, map[string]string{groupLabel: group}, capacity); err != nil {
+		// No device resource: its GPUs are in the slice.
+		if err := (e2eutil.Node{Name: name}).Register(ctx, s.cp.Client, 250, map[string]string{groupLabel: group}); err != nil {
 			t.Fatal(err)
 		}
 		updateNode(t, name, false, func(n *v1.Node) {

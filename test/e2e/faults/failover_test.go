@@ -58,7 +58,7 @@ func TestLeaderFailover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%s leads (lease holder %s, %d transitions so far); %s stands by", leader.name, oldHolder, transitions, standby.name)
+	t.Logf("%s leads (lease holder %s, %d transitions so far); %s stands by", leader.Name, oldHolder, transitions, standby.Name)
 
 	ns := newNamespace(t)
 	w := watchPods(t)
@@ -100,7 +100,7 @@ func TestLeaderFailover(t *testing.T) {
 		return h != "" && h != oldHolder, nil
 	})
 	if err != nil {
-		t.Fatalf("after killing %s, the lease still names %s: %v", leader.name, oldHolder, err)
+		t.Fatalf("after killing %s, the lease still names %s: %v", leader.Name, oldHolder, err)
 	}
 	leaseSeen := time.Now()
 	// The first binding after the new holder acquired the lease.
@@ -125,10 +125,10 @@ func TestLeaderFailover(t *testing.T) {
 	}
 	t.Logf("takeover: %s killed with %d of %d pods bound; lease taken by %s %.2fs after the kill (seen %.2fs after); "+
 		"first binding by the new leader (%s on %s) %.2fs after the kill; %d bindings in flight completed between kill and takeover",
-		leader.name, boundAtKill, failoverPods, newHolder, acquired.Sub(killed).Seconds(), leaseSeen.Sub(killed).Seconds(),
+		leader.Name, boundAtKill, failoverPods, newHolder, acquired.Sub(killed).Seconds(), leaseSeen.Sub(killed).Seconds(),
 		firstNew.pod, firstNew.node, firstNew.seen.Sub(killed).Seconds(), late)
 	if ok, err := standby.isLeader(ctx); err != nil || !ok {
-		t.Errorf("%s does not say it leads (leader_election_master_status): %v, %v", standby.name, ok, err)
+		t.Errorf("%s does not say it leads (leader_election_master_status): %v, %v", standby.Name, ok, err)
 	}
 
 	created()

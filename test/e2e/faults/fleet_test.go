@@ -16,7 +16,6 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
-	"github.com/devicefit/devicefit/internal/controlplane"
 	"github.com/devicefit/devicefit/internal/e2eutil"
 	"github.com/devicefit/devicefit/pkg/devices"
 )
@@ -58,26 +57,15 @@ func wholeGPUs(name, product string, memoryMiB, major, minor, gpus int, family s
 	}
 }
 
-// registerNodes registers the nodes in group (controlplane.RegisterNode,
-// 64 CPUs, 512Gi, 250 pods each, plus their devices) and deletes them when
+// registerNodes registers the nodes in group (e2eutil.Node.Register, 250
+// pods each) and deletes them when
 // the test ends.
 func registerNodes(t *testing.T, group string, nodes ...node) {
 	t.Helper()
 	ctx := testContext(t, time.Minute)
 	for _, n := range nodes {
-		labels := map[string]string{groupLabel: group}
-		for k, v := range n.labels {
-			labels[k] = v
-		}
-		capacity := v1.ResourceList{
-			v1.ResourceCPU:    resource.MustParse("64"),
-			v1.ResourceMemory: resource.MustParse("512Gi"),
-			v1.ResourcePods:   resource.MustParse("250"),
-		}
-		for r, q := range n.devices {
-			capacity[r] = *resource.NewQuantity(q, resource.DecimalSI)
-		}
-		if err := controlplane.RegisterNode(ctx, s.cp.Client, n.name, labels, capacity); err != nil {
+		node := e2eutil.Node{Name: n.name, Labels: n.labels, Devices: n.devices}
+		if err := node.Register(ctx, s.cp.Client, 250, map[string]string{groupLabel: group}); err != nil {
 			t.Fatal(err)
 		}
 		name := n.name
@@ -129,11 +117,7 @@ func setAllocatable(t *testing.T, nodeName string, r v1.ResourceName, n int64) {
 // (no controller-manager would finalize it).
 func newNamespace(t *testing.T) string {
 	t.Helper()
-	name := e2eutil.NamespaceName("faults", t.Name())
-	ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if _, err := s.cp.Client.CoreV1().Namespaces().Create(testContext(t, 30*time.Second), ns, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating namespace %s: %v", name, err)
-	}
+	name := e2eutil.CreateNamespace(t, s.cp.Client, "faults")
 	t.Cleanup(func() {
 		err := s.cp.Client.CoreV1().Pods(name).DeleteCollection(context.Background(),
 			metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{})
@@ -239,10 +223,7 @@ func deletePods(t *testing.T, ns string, names ...string) {
 	}
 }
 
-// testContext is a context for one test's API calls.
+// testContext is a context for one test's API calls (e2eutil.TestContext).
 func testContext(t *testing.T, timeout time.Duration) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	t.Cleanup(cancel)
-	return ctx
+	return e2eutil.TestContext(t, timeout)
 }

@@ -259,7 +259,7 @@ func findViolations(t *testing.T, w *podWatch, e expect) (*checked, []string, st
 		msg := fmt.Sprintf("%d of the %d pods of %s bound (%v), want all but %d; %d not bound:\n  %s",
 			len(pods)-len(u), len(pods), e.namespace, err, e.unbound, len(u), strings.Join(first(u, 20), "\n  "))
 		for _, sc := range e.alive {
-			msg += "\n" + e2eutil.WithLog(sc.Process, fmt.Errorf("scheduler %s", sc.name)).Error()
+			msg += "\n" + e2eutil.WithLog(sc.Process, fmt.Errorf("scheduler %s", sc.Name)).Error()
 		}
 		violations = append(violations, msg)
 	} else if u := unbound(); len(u) != e.unbound {
