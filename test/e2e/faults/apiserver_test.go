@@ -1,7 +1,6 @@
 package faults
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/devicefit/devicefit/internal/controlplane"
+	"github.com/devicefit/devicefit/internal/e2eutil"
 )
 
 // Sizes of TestAPIServerRestart: per case, 400 pods of one time-sliced GPU
@@ -36,11 +36,7 @@ const (
 //     outcome passes; the test says which happened.
 func TestAPIServerRestart(t *testing.T) {
 	const group = "apiserver"
-	var nodes []node
-	for i := 0; i < restartAPINodes; i++ {
-		nodes = append(nodes, timeSliced(fmt.Sprintf("apiserver-t4-%d", i), "Tesla-T4", 15360, 7, 5, 8, 16, "turing"))
-	}
-	registerNodes(t, group, nodes...)
+	registerNodes(t, group, timeSlicedNodes("apiserver-t4", restartAPINodes, "Tesla-T4", 15360, 7, 5, 8, 16, "turing")...)
 	for _, tc := range []struct {
 		name, id    string
 		timings     *leaseTimings
@@ -51,44 +47,31 @@ func TestAPIServerRestart(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := schedulerConfig(t, "apiserver-"+tc.id, tc.timings)
-			a := startScheduler(t, cfg, "scheduler-apiserver-"+tc.id+"-a")
-			b := startScheduler(t, cfg, "scheduler-apiserver-"+tc.id+"-b")
-			leader := waitLeader(t, a, b)
-			holder, _, transitions, err := lease(testContext(t, 10*time.Second), cfg.Lease)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := startReplicas(t, cfg, "scheduler-apiserver-"+tc.id)
 
-			ns := newNamespace(t)
-			w := watchPods(t)
-			var pods []*v1.Pod
-			for i := 0; i < restartAPIPods; i++ {
-				pods = append(pods, smallPod(ns, group, fmt.Sprintf("pod-%04d", i), resourceGPU, 1))
-			}
-			ctx := testContext(t, 10*time.Minute)
-			created := createPodsInBackground(t, ctx, pods)
-			w.waitBoundIn(t, ns, restartAPIStopAt, 3*time.Minute, a, b)
+			st := startStream(t, streamSpec{
+				group: group, pods: restartAPIPods, timeout: 10 * time.Minute,
+				pod: func(ns, name string, _ int) *v1.Pod {
+					return smallPod(ns, group, name, resourceGPU, 1)
+				},
+				boundBeforeFault: restartAPIStopAt, boundWithin: 3 * time.Minute,
+			}, r.a, r.b)
 
-			stopped := time.Now()
-			boundAtStop := w.boundIn(ns)
-			s.cp.StopAPIServer()
-			exited := time.Now()
-			if err := s.cp.StartAPIServer(ctx); err != nil {
-				t.Fatalf("starting kube-apiserver again: %v\n%s", err, controlplane.Tail(s.cp.APIServer.LogPath, 30))
-			}
+			boundAtStop := st.w.boundIn(st.ns)
+			outage := e2eutil.RestartAPIServer(t, testContext(t, 3*time.Minute), s.cp)
 			t.Logf("kube-apiserver stopped with %d of %d pods bound; exited %.1fs after SIGTERM, ready again %.1fs after SIGTERM",
-				boundAtStop, restartAPIPods, exited.Sub(stopped).Seconds(), time.Since(stopped).Seconds())
+				boundAtStop, restartAPIPods, outage.Exited.Seconds(), outage.Ready.Seconds())
 
-			created()
+			st.created()
 			var alive []*scheduler
-			for _, sc := range []*scheduler{a, b} {
+			for _, sc := range []*scheduler{r.a, r.b} {
 				if sc.Process.Exited() == nil {
 					alive = append(alive, sc)
 				}
 			}
-			checkInvariants(t, w, expect{namespace: ns, alive: alive, wait: 4 * time.Minute})
+			checkInvariants(t, st.w, expect{namespace: st.ns, alive: alive, wait: 4 * time.Minute})
 
-			for _, sc := range []*scheduler{a, b} {
+			for _, sc := range []*scheduler{r.a, r.b} {
 				err := sc.Process.Exited()
 				switch {
 				case err == nil:
@@ -98,19 +81,19 @@ func TestAPIServerRestart(t *testing.T) {
 					t.Errorf("%s exited: %v\nlast lines of %s:\n%s", sc.Name, err, sc.Process.LogPath, controlplane.Tail(sc.Process.LogPath, 30))
 				}
 			}
-			now := waitLeader(t, a, b)
+			now := waitLeader(t, r.a, r.b)
 			newHolder, _, newTransitions, err := lease(testContext(t, 10*time.Second), cfg.Lease)
 			if err != nil {
 				t.Fatal(err)
 			}
 			switch {
-			case now == leader:
-				t.Logf("%s led before and after the restart (lease holder %s, transitions %d → %d)", leader.Name, holder, transitions, newTransitions)
+			case now == r.leader:
+				t.Logf("%s led before and after the restart (lease holder %s, transitions %d → %d)", r.leader.Name, r.holder, r.transitions, newTransitions)
 			case tc.mustSurvive:
-				t.Errorf("%s led before the restart, %s after: the lease should have outlasted the outage", leader.Name, now.Name)
+				t.Errorf("%s led before the restart, %s after: the lease should have outlasted the outage", r.leader.Name, now.Name)
 			default:
 				t.Logf("%s led before the restart, %s after (lease holder %s → %s, transitions %d → %d)",
-					leader.Name, now.Name, holder, newHolder, transitions, newTransitions)
+					r.leader.Name, now.Name, r.holder, newHolder, r.transitions, newTransitions)
 			}
 		})
 	}

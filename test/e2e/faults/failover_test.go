@@ -2,7 +2,6 @@ package faults
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -36,51 +35,32 @@ const (
 // binding seen after that.
 func TestLeaderFailover(t *testing.T) {
 	const group = "failover"
-	var nodes []node
-	for i := 0; i < failoverNodes; i++ {
-		nodes = append(nodes,
-			timeSliced(fmt.Sprintf("failover-l4-%d", i), "NVIDIA-L4", 23034, 8, 9, 8, 16, "ada-lovelace"),
-			timeSliced(fmt.Sprintf("failover-a10g-%d", i), "NVIDIA-A10G", 23028, 8, 6, 8, 16, "ampere"))
-	}
-	registerNodes(t, group, nodes...)
+	registerNodes(t, group, append(
+		timeSlicedNodes("failover-l4", failoverNodes, "NVIDIA-L4", 23034, 8, 9, 8, 16, "ada-lovelace"),
+		timeSlicedNodes("failover-a10g", failoverNodes, "NVIDIA-A10G", 23028, 8, 6, 8, 16, "ampere")...)...)
 	// DRA nodes (4 x 8 H100 in slices) and, among the stream, pods that
 	// only they can serve: DRA-backed nvidia.com/gpu and claims.
 	registerDRANodes(t, group, "failover-dra", 4)
 	cfg := schedulerConfig(t, "failover", fastLease)
-	a := startScheduler(t, cfg, "scheduler-failover-a")
-	b := startScheduler(t, cfg, "scheduler-failover-b")
-	leader := waitLeader(t, a, b)
-	standby := a
-	if leader == a {
-		standby = b
-	}
-	oldHolder, _, transitions, err := lease(testContext(t, 10*time.Second), cfg.Lease)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%s leads (lease holder %s, %d transitions so far); %s stands by", leader.Name, oldHolder, transitions, standby.Name)
+	r := startReplicas(t, cfg, "scheduler-failover")
+	leader, standby, oldHolder := r.leader, r.standby, r.holder
+	t.Logf("%s leads (lease holder %s, %d transitions so far); %s stands by", leader.Name, oldHolder, r.transitions, standby.Name)
 
-	ns := newNamespace(t)
-	w := watchPods(t)
-	var pods []*v1.Pod
-	for i := 0; i < failoverPods; i++ {
-		name := fmt.Sprintf("pod-%04d", i)
-		switch i % 3 {
-		case 0:
-			pods = append(pods, smallPod(ns, group, name, resourceGPU, 1, devices.AnnotationProducts, "NVIDIA-L4"))
-		case 1:
-			pods = append(pods, smallPod(ns, group, name, resourceGPU, 1, devices.AnnotationProducts, "NVIDIA-A10G-SHARED"))
-		default:
-			pods = append(pods, smallPod(ns, group, name, resourceGPU, 1))
-		}
-	}
-	createClaimTemplate(t, ns)
-	dra := draPods(ns, group, failoverDRAPods/2, failoverDRAPods/2)
-	pods = interleave(pods, dra)
-	ctx := testContext(t, 10*time.Minute)
-	created := createPodsInBackground(t, ctx, pods)
-
-	w.waitBoundIn(t, ns, failoverKillAt, 4*time.Minute, leader, standby)
+	st := startStream(t, streamSpec{
+		group: group, pods: failoverPods, timeout: 10 * time.Minute,
+		pod: func(ns, name string, i int) *v1.Pod {
+			switch i % 3 {
+			case 0:
+				return smallPod(ns, group, name, resourceGPU, 1, devices.AnnotationProducts, "NVIDIA-L4")
+			case 1:
+				return smallPod(ns, group, name, resourceGPU, 1, devices.AnnotationProducts, "NVIDIA-A10G-SHARED")
+			}
+			return smallPod(ns, group, name, resourceGPU, 1)
+		},
+		draExtended: failoverDRAPods / 2, draClaims: failoverDRAPods / 2,
+		boundBeforeFault: failoverKillAt, boundWithin: 4 * time.Minute,
+	}, leader, standby)
+	ns, w, ctx := st.ns, st.w, st.ctx
 	killed := time.Now()
 	leader.Process.Kill()
 	boundAtKill := w.boundIn(ns)
@@ -88,7 +68,7 @@ func TestLeaderFailover(t *testing.T) {
 	// The new holder, as soon as the lease says so.
 	var newHolder string
 	var acquired time.Time
-	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		if err := standby.Process.Exited(); err != nil {
 			return false, err
 		}
@@ -131,14 +111,14 @@ func TestLeaderFailover(t *testing.T) {
 		t.Errorf("%s does not say it leads (leader_election_master_status): %v, %v", standby.Name, ok, err)
 	}
 
-	created()
+	st.created()
 	checkInvariants(t, w, expect{namespace: ns, alive: []*scheduler{standby}, wait: draOrphanWait})
-	t.Logf("all %d pods bound %.1fs after the kill", len(pods), time.Since(killed).Seconds())
+	t.Logf("all %d pods bound %.1fs after the kill", len(st.pods), time.Since(killed).Seconds())
 
 	// The DRA pods leave; kube-controller-manager deletes their claims, so
 	// no device stays held for a pod that is gone.
 	var draNames []string
-	for _, p := range dra {
+	for _, p := range st.dra {
 		draNames = append(draNames, p.Name)
 	}
 	deletePods(t, ns, draNames...)
