@@ -33,13 +33,15 @@ type Options struct {
 	// controllers to start (ControlPlane.StartControllerManager) before
 	// Setup.
 	Controllers []string
-	// Setup runs once everything above is up, before the tests; it is
-	// where the package keeps env. An error ends the run, the logs kept.
-	Setup func(ctx context.Context, env *Env) error
+	// Setup, when not nil, runs once everything above is up, before the
+	// tests, e.g. to start a scheduler the package shares. An error ends
+	// the run, the logs kept.
+	Setup func(ctx context.Context) error
 }
 
 // Env is what Main started for a test package: one control plane, shared
-// by all of its tests.
+// by all of its tests. A package declares one (var env e2eutil.Env) and
+// calls its Main from TestMain.
 type Env struct {
 	// BinDir is DEVICEFIT_BIN_DIR; CRDDir is PROMETHEUS_OPERATOR_CRDS.
 	BinDir, CRDDir string
@@ -61,7 +63,7 @@ type Env struct {
 // and Setup together.
 const setupTimeout = 3 * time.Minute
 
-// Main is a test package's TestMain: it starts etcd and kube-apiserver
+// Main is a test package's TestMain: it fills e and starts etcd and kube-apiserver
 // from DEVICEFIT_BIN_DIR once for the package (StartControlPlane), installs
 // the manifests and starts the controllers asked for, runs Setup, the
 // tests, the cleanups (Env.Cleanup), stops the control plane and exits.
@@ -71,12 +73,12 @@ const setupTimeout = 3 * time.Minute
 // skipped with a message naming the make target: these tests need bin/.
 // With it but without PROMETHEUS_OPERATOR_CRDS the run fails: that is a
 // broken invocation, not a machine without binaries.
-func Main(m *testing.M, o Options) {
-	os.Exit(run(m, o))
+func (e *Env) Main(m *testing.M, o Options) {
+	os.Exit(e.run(m, o))
 }
 
-func run(m *testing.M, o Options) int {
-	env, err := envFromVariables(o)
+func (e *Env) run(m *testing.M, o Options) int {
+	err := e.fromVariables(o)
 	if errors.Is(err, errSkip) {
 		fmt.Fprintf(os.Stderr, "%s: SKIP: %s is not set. These tests run the built binaries of bin/ with the\n"+
 			"%s: manifests applied on the prometheus-operator CRDs: run `%s`, which builds and provides them.\n",
@@ -90,14 +92,14 @@ func run(m *testing.M, o Options) int {
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
 	name := strings.ReplaceAll(strings.TrimPrefix(o.Name, "test/"), "/", "-")
-	cp, dir, err := StartControlPlane(ctx, name, env.BinDir)
+	cp, dir, err := StartControlPlane(ctx, name, e.BinDir)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", o.Name, err)
 		return 1
 	}
-	env.CP, env.Dir = cp, dir
-	if err := env.setUp(ctx, o); err != nil {
-		env.runCleanups()
+	e.CP, e.Dir = cp, dir
+	if err := e.setUp(ctx, o); err != nil {
+		e.runCleanups()
 		cp.Stop()
 		fmt.Fprintf(os.Stderr, "%s: %v\n%s: logs kept in %s\n", o.Name, err, o.Name, dir)
 		return 1
@@ -105,7 +107,7 @@ func run(m *testing.M, o Options) int {
 
 	code := m.Run()
 
-	env.runCleanups()
+	e.runCleanups()
 	cp.Stop()
 	if code == 0 {
 		os.RemoveAll(dir)
@@ -118,23 +120,23 @@ func run(m *testing.M, o Options) int {
 // errSkip: no DEVICEFIT_BIN_DIR, the package is skipped.
 var errSkip = errors.New("skip")
 
-// envFromVariables reads the environment make passes.
-func envFromVariables(o Options) (*Env, error) {
-	env := &Env{BinDir: os.Getenv(BinDirEnv), CRDDir: os.Getenv(CRDDirEnv), Manifests: os.Getenv(ManifestsEnv)}
-	if env.BinDir == "" {
-		return nil, errSkip
+// fromVariables reads the environment make passes.
+func (e *Env) fromVariables(o Options) error {
+	e.BinDir, e.CRDDir, e.Manifests = os.Getenv(BinDirEnv), os.Getenv(CRDDirEnv), os.Getenv(ManifestsEnv)
+	if e.BinDir == "" {
+		return errSkip
 	}
-	if env.CRDDir == "" {
-		return nil, fmt.Errorf("%s is set but %s is not: run `%s`, which sets both", BinDirEnv, CRDDirEnv, o.Target)
+	if e.CRDDir == "" {
+		return fmt.Errorf("%s is set but %s is not: run `%s`, which sets both", BinDirEnv, CRDDirEnv, o.Target)
 	}
-	if env.Manifests == "" {
+	if e.Manifests == "" {
 		root, err := moduleRoot()
 		if err != nil {
-			return nil, err
+			return err
 		}
-		env.Manifests = filepath.Join(root, "manifests")
+		e.Manifests = filepath.Join(root, "manifests")
 	}
-	return env, nil
+	return nil
 }
 
 func (e *Env) setUp(ctx context.Context, o Options) error {
@@ -152,7 +154,7 @@ func (e *Env) setUp(ctx context.Context, o Options) error {
 		}
 	}
 	if o.Setup != nil {
-		return o.Setup(ctx, e)
+		return o.Setup(ctx)
 	}
 	return nil
 }

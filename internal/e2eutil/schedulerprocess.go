@@ -47,7 +47,8 @@ func (e *Env) SchedulerConfig(ctx context.Context, file string, edit func(map[st
 // StartScheduler starts BinDir/devicefit-scheduler (--v=2) and waits for
 // its /readyz, which passes once its informers have synced, leader or not.
 // When that fails it stops the process, and the error carries the end of
-// its log; the caller stops it otherwise.
+// its log. Otherwise the process is stopped (SIGTERM, 10s grace) when the
+// package's tests are over (Cleanup), if nothing stopped it before.
 func (e *Env) StartScheduler(ctx context.Context, o SchedulerOptions) (*Scheduler, error) {
 	if o.Name == "" {
 		o.Name = "devicefit-scheduler"
@@ -78,6 +79,7 @@ func (e *Env) StartScheduler(ctx context.Context, o SchedulerOptions) (*Schedule
 		sc.Process.Stop(5 * time.Second)
 		return nil, WithLog(sc.Process, err)
 	}
+	e.Cleanup(func() { sc.Process.Stop(10 * time.Second) })
 	klog.FromContext(ctx).V(2).Info("Scheduler started", "name", o.Name, "url", sc.URL, "lease", o.Config.Lease)
 	return &Scheduler{Scheduler: sc, Name: o.Name, Config: o.Config}, nil
 }

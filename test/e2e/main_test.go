@@ -51,8 +51,8 @@ import (
 
 // suite is the state the whole package shares.
 type suite struct {
-	// What e2eutil.Main started, and short names for it.
-	env       *e2eutil.Env
+	// What TestMain started, and short names for it.
+	env       e2eutil.Env
 	binDir    string
 	crdDir    string
 	manifests string // the kustomize base, manifests/ of the repository
@@ -79,11 +79,12 @@ type suite struct {
 var s suite
 
 func TestMain(m *testing.M) {
-	e2eutil.Main(m, e2eutil.Options{
+	s.env.Main(m, e2eutil.Options{
 		Name:   "test/e2e",
 		Target: "make test-e2e",
-		Setup: func(ctx context.Context, env *e2eutil.Env) error {
-			s.env, s.binDir, s.crdDir, s.manifests, s.dir, s.cp = env, env.BinDir, env.CRDDir, env.Manifests, env.Dir, env.CP
+		Setup: func(ctx context.Context) error {
+			e := &s.env
+			s.binDir, s.crdDir, s.manifests, s.dir, s.cp = e.BinDir, e.CRDDir, e.Manifests, e.Dir, e.CP
 			// Failures here are reported by TestManifestsApply; the tests
 			// that need the applied manifests fail with the same error
 			// (requireManifests).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -32,9 +33,6 @@ func sharedScheduler(t *testing.T) *scheduler {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		s.sched, s.schedErr = s.env.StartScheduler(ctx, e2eutil.SchedulerOptions{})
-		if s.schedErr == nil {
-			s.env.Cleanup(func() { s.sched.Process.Stop(10 * time.Second) })
-		}
 	})
 	if s.schedErr != nil {
 		t.Fatalf("starting devicefit-scheduler with the manifests' identity: %v", s.schedErr)
@@ -186,7 +184,7 @@ func TestSchedulerWithManifestsRBAC(t *testing.T) {
 	}
 	for _, p := range sc.pods {
 		got := product[p.Spec.NodeName]
-		if a := allowed[p.Name]; a != nil && !contains(a, got) {
+		if a := allowed[p.Name]; a != nil && !slices.Contains(a, got) {
 			t.Errorf("pod %s bound to %s (%q); its selector admits only %v", p.Name, p.Spec.NodeName, got, a)
 		}
 	}
@@ -225,13 +223,4 @@ func TestSchedulerWithManifestsRBAC(t *testing.T) {
 		t.Errorf("the scheduler was refused by RBAC %d times (%s), first:\n%s",
 			len(lines), sched.Process.LogPath, strings.Join(shown, "\n"))
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -13,37 +13,27 @@ package day2
 import (
 	"context"
 	"testing"
-	"time"
 
-	"github.com/devicefit/devicefit/internal/controlplane"
 	"github.com/devicefit/devicefit/internal/e2eutil"
 )
 
-type suite struct {
-	env   *e2eutil.Env
-	cp    *controlplane.ControlPlane
+// env is what TestMain started; sched is the package's one scheduler.
+var (
+	env   e2eutil.Env
 	sched *e2eutil.Scheduler
-}
-
-var s suite
+)
 
 // TestMain starts the control plane with the manifests applied, the two
-// controllers an eviction needs, and one scheduler for the package.
+// controllers an eviction needs, and the scheduler.
 func TestMain(m *testing.M) {
-	e2eutil.Main(m, e2eutil.Options{
+	env.Main(m, e2eutil.Options{
 		Name:             "test/e2e/day2",
 		Target:           "make test-e2e",
 		InstallManifests: true,
 		Controllers:      []string{"replicaset-controller", "disruption-controller"},
-		Setup: func(ctx context.Context, env *e2eutil.Env) error {
-			s.env, s.cp = env, env.CP
-			sched, err := env.StartScheduler(ctx, e2eutil.SchedulerOptions{})
-			if err != nil {
-				return err
-			}
-			s.sched = sched
-			env.Cleanup(func() { sched.Process.Stop(10 * time.Second) })
-			return nil
+		Setup: func(ctx context.Context) (err error) {
+			sched, err = env.StartScheduler(ctx, e2eutil.SchedulerOptions{})
+			return err
 		},
 	})
 }

@@ -5,18 +5,8 @@ import (
 	"testing"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
-
 	"github.com/devicefit/devicefit/internal/controlplane"
 	"github.com/devicefit/devicefit/internal/e2eutil"
-)
-
-// Sizes of TestAPIServerRestart: per case, 400 pods of one time-sliced GPU
-// on 8 nodes of 128 replicas; the apiserver stopped once 100 are bound.
-const (
-	restartAPIPods   = 400
-	restartAPINodes  = 8
-	restartAPIStopAt = 100
 )
 
 // TestAPIServerRestart: two scheduler replicas, as the manifests' Deployment
@@ -35,8 +25,10 @@ const (
 //     standby, whose informers lost the apiserver too, takes over. Either
 //     outcome passes; the test says which happened.
 func TestAPIServerRestart(t *testing.T) {
-	const group = "apiserver"
-	registerNodes(t, group, timeSlicedNodes("apiserver-t4", restartAPINodes, "Tesla-T4", 15360, 7, 5, 8, 16, "turing")...)
+	// Per case, 400 pods of one time-sliced GPU on 8 nodes of 128
+	// replicas; the apiserver stopped once 100 are bound.
+	stream := streamSpec{group: "apiserver", pods: 400, timeout: 10 * time.Minute, boundBeforeFault: 100, boundWithin: 3 * time.Minute}
+	registerNodes(t, stream.group, timeSlicedNodes("apiserver-t4", 8, "Tesla-T4", 15360, 7, 5, 8, 16, "turing")...)
 	for _, tc := range []struct {
 		name, id    string
 		timings     *leaseTimings
@@ -49,18 +41,12 @@ func TestAPIServerRestart(t *testing.T) {
 			cfg := schedulerConfig(t, "apiserver-"+tc.id, tc.timings)
 			r := startReplicas(t, cfg, "scheduler-apiserver-"+tc.id)
 
-			st := startStream(t, streamSpec{
-				group: group, pods: restartAPIPods, timeout: 10 * time.Minute,
-				pod: func(ns, name string, _ int) *v1.Pod {
-					return smallPod(ns, group, name, resourceGPU, 1)
-				},
-				boundBeforeFault: restartAPIStopAt, boundWithin: 3 * time.Minute,
-			}, r.a, r.b)
+			st := startStream(t, stream, r.a, r.b)
 
 			boundAtStop := st.w.boundIn(st.ns)
-			outage := e2eutil.RestartAPIServer(t, testContext(t, 3*time.Minute), s.cp)
+			outage := e2eutil.RestartAPIServer(t, testContext(t, 3*time.Minute), env.CP)
 			t.Logf("kube-apiserver stopped with %d of %d pods bound; exited %.1fs after SIGTERM, ready again %.1fs after SIGTERM",
-				boundAtStop, restartAPIPods, outage.Exited.Seconds(), outage.Ready.Seconds())
+				boundAtStop, stream.pods, outage.Exited.Seconds(), outage.Ready.Seconds())
 
 			st.created()
 			var alive []*scheduler

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
-	"github.com/devicefit/devicefit/internal/controlplane"
 	"github.com/devicefit/devicefit/internal/e2eutil"
 	"github.com/devicefit/devicefit/internal/nvdra"
 	"github.com/devicefit/devicefit/pkg/devices"
@@ -46,9 +45,9 @@ const draOrphanWait = 7 * time.Minute
 var draControllers = []string{"resourceclaim-controller", "garbage-collector-controller"}
 
 // createDeviceClass creates the DeviceClass of the DRA nodes' GPUs.
-func createDeviceClass(ctx context.Context, cp *controlplane.ControlPlane) error {
+func createDeviceClass(ctx context.Context) error {
 	class := nvdra.Class(draClassName, nvdra.WholeGPUs, string(resourceGPU))
-	if _, err := cp.Client.ResourceV1().DeviceClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
+	if _, err := env.CP.Client.ResourceV1().DeviceClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating DeviceClass %s: %w", class.Name, err)
 	}
 	return nil
@@ -62,20 +61,20 @@ func registerDRANodes(t *testing.T, group, prefix string, n int) {
 	for i := range n {
 		name := fmt.Sprintf("%s-%d", prefix, i)
 		// No device resource: its GPUs are in the slice.
-		if err := (e2eutil.Node{Name: name}).Register(ctx, s.cp.Client, 250, map[string]string{groupLabel: group}); err != nil {
+		if err := (e2eutil.Node{Name: name}).Register(ctx, env.CP.Client, 250, map[string]string{groupLabel: group}); err != nil {
 			t.Fatal(err)
 		}
 		updateNode(t, name, false, func(n *v1.Node) {
 			n.Spec.Taints = append(n.Spec.Taints, v1.Taint{Key: draTaint, Value: "true", Effect: v1.TaintEffectNoSchedule})
 		})
 		slice := nvdra.NodeSlice(name, nvdra.GPUs(0, 8, "NVIDIA H100 80GB HBM3", "Hopper", "9.0.0", "81559Mi")...)
-		if _, err := s.cp.Client.ResourceV1().ResourceSlices().Create(ctx, slice, metav1.CreateOptions{}); err != nil {
+		if _, err := env.CP.Client.ResourceV1().ResourceSlices().Create(ctx, slice, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("creating ResourceSlice %s: %v", slice.Name, err)
 		}
 		t.Cleanup(func() {
 			for _, err := range []error{
-				s.cp.Client.ResourceV1().ResourceSlices().Delete(context.Background(), slice.Name, metav1.DeleteOptions{}),
-				s.cp.Client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}),
+				env.CP.Client.ResourceV1().ResourceSlices().Delete(context.Background(), slice.Name, metav1.DeleteOptions{}),
+				env.CP.Client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}),
 			} {
 				if err != nil && !apierrors.IsNotFound(err) {
 					t.Errorf("deleting DRA node %s: %v", name, err)
@@ -96,7 +95,7 @@ func createClaimTemplate(t *testing.T, ns string) {
 			}}},
 		}},
 	}
-	if _, err := s.cp.Client.ResourceV1().ResourceClaimTemplates(ns).Create(testContext(t, 30*time.Second), tmpl, metav1.CreateOptions{}); err != nil {
+	if _, err := env.CP.Client.ResourceV1().ResourceClaimTemplates(ns).Create(testContext(t, 30*time.Second), tmpl, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating ResourceClaimTemplate: %v", err)
 	}
 }
@@ -134,7 +133,7 @@ func waitClaimsGone(t *testing.T, ns string) {
 	ctx := testContext(t, 3*time.Minute)
 	var left []string
 	err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		list, err := s.cp.Client.ResourceV1().ResourceClaims(ns).List(ctx, metav1.ListOptions{})
+		list, err := env.CP.Client.ResourceV1().ResourceClaims(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, nil
 		}

@@ -6,24 +6,9 @@ import (
 	"testing"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/devicefit/devicefit/pkg/devices"
-)
-
-// Sizes of TestLeaderFailover: 2000 pods of one time-sliced GPU on 24 nodes
-// of 128 replicas, 12 L4 and 12 A10G. A third of the pods want L4, a third
-// A10G, a third either: however the scheduler spreads the last third, each
-// product can hold all that may come to it (667 + 666 <= 1536), so every pod
-// is schedulable by construction. The leader is killed once 500 are bound.
-const (
-	failoverPods   = 2000
-	failoverNodes  = 12 // of each of the two products
-	failoverKillAt = 500
-	// failoverDRAPods of the stream go to the DRA nodes (32 GPUs): half
-	// asking nvidia.com/gpu, half with a claim.
-	failoverDRAPods = 24
 )
 
 // TestLeaderFailover: two scheduler replicas, as the manifests' Deployment
@@ -34,10 +19,32 @@ const (
 // is logged: kill → new holder in the lease (its acquireTime) → first
 // binding seen after that.
 func TestLeaderFailover(t *testing.T) {
-	const group = "failover"
+	// 2000 pods of one time-sliced GPU on 24 nodes of 128 replicas, 12 L4
+	// and 12 A10G. A third of the pods want L4, a third A10G, a third
+	// either: however the scheduler spreads the last third, each product
+	// can hold all that may come to it (667 + 666 <= 1536), so every pod is
+	// schedulable by construction. The leader is killed once 500 are bound.
+	stream := streamSpec{
+		group: "failover", pods: 2000, timeout: 10 * time.Minute,
+		annotations: func(i int) []string {
+			switch i % 3 {
+			case 0:
+				return []string{devices.AnnotationProducts, "NVIDIA-L4"}
+			case 1:
+				return []string{devices.AnnotationProducts, "NVIDIA-A10G-SHARED"}
+			}
+			return nil
+		},
+		// 24 pods of the stream go to the DRA nodes (32 GPUs): half asking
+		// nvidia.com/gpu, half with a claim.
+		draExtended: 12, draClaims: 12,
+		boundBeforeFault: 500, boundWithin: 4 * time.Minute,
+	}
+	const nodesPerProduct = 12
+	group := stream.group
 	registerNodes(t, group, append(
-		timeSlicedNodes("failover-l4", failoverNodes, "NVIDIA-L4", 23034, 8, 9, 8, 16, "ada-lovelace"),
-		timeSlicedNodes("failover-a10g", failoverNodes, "NVIDIA-A10G", 23028, 8, 6, 8, 16, "ampere")...)...)
+		timeSlicedNodes("failover-l4", nodesPerProduct, "NVIDIA-L4", 23034, 8, 9, 8, 16, "ada-lovelace"),
+		timeSlicedNodes("failover-a10g", nodesPerProduct, "NVIDIA-A10G", 23028, 8, 6, 8, 16, "ampere")...)...)
 	// DRA nodes (4 x 8 H100 in slices) and, among the stream, pods that
 	// only they can serve: DRA-backed nvidia.com/gpu and claims.
 	registerDRANodes(t, group, "failover-dra", 4)
@@ -46,20 +53,7 @@ func TestLeaderFailover(t *testing.T) {
 	leader, standby, oldHolder := r.leader, r.standby, r.holder
 	t.Logf("%s leads (lease holder %s, %d transitions so far); %s stands by", leader.Name, oldHolder, r.transitions, standby.Name)
 
-	st := startStream(t, streamSpec{
-		group: group, pods: failoverPods, timeout: 10 * time.Minute,
-		pod: func(ns, name string, i int) *v1.Pod {
-			switch i % 3 {
-			case 0:
-				return smallPod(ns, group, name, resourceGPU, 1, devices.AnnotationProducts, "NVIDIA-L4")
-			case 1:
-				return smallPod(ns, group, name, resourceGPU, 1, devices.AnnotationProducts, "NVIDIA-A10G-SHARED")
-			}
-			return smallPod(ns, group, name, resourceGPU, 1)
-		},
-		draExtended: failoverDRAPods / 2, draClaims: failoverDRAPods / 2,
-		boundBeforeFault: failoverKillAt, boundWithin: 4 * time.Minute,
-	}, leader, standby)
+	st := startStream(t, stream, leader, standby)
 	ns, w, ctx := st.ns, st.w, st.ctx
 	killed := time.Now()
 	leader.Process.Kill()
@@ -105,7 +99,7 @@ func TestLeaderFailover(t *testing.T) {
 	}
 	t.Logf("takeover: %s killed with %d of %d pods bound; lease taken by %s %.2fs after the kill (seen %.2fs after); "+
 		"first binding by the new leader (%s on %s) %.2fs after the kill; %d bindings in flight completed between kill and takeover",
-		leader.Name, boundAtKill, failoverPods, newHolder, acquired.Sub(killed).Seconds(), leaseSeen.Sub(killed).Seconds(),
+		leader.Name, boundAtKill, stream.pods, newHolder, acquired.Sub(killed).Seconds(), leaseSeen.Sub(killed).Seconds(),
 		firstNew.pod, firstNew.node, firstNew.seen.Sub(killed).Seconds(), late)
 	if ok, err := standby.isLeader(ctx); err != nil || !ok {
 		t.Errorf("%s does not say it leads (leader_election_master_status): %v, %v", standby.Name, ok, err)

@@ -65,12 +65,12 @@ func registerNodes(t *testing.T, group string, nodes ...node) {
 	ctx := testContext(t, time.Minute)
 	for _, n := range nodes {
 		node := e2eutil.Node{Name: n.name, Labels: n.labels, Devices: n.devices}
-		if err := node.Register(ctx, s.cp.Client, 250, map[string]string{groupLabel: group}); err != nil {
+		if err := node.Register(ctx, env.CP.Client, 250, map[string]string{groupLabel: group}); err != nil {
 			t.Fatal(err)
 		}
 		name := n.name
 		t.Cleanup(func() {
-			err := s.cp.Client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{})
+			err := env.CP.Client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{})
 			if err != nil && !apierrors.IsNotFound(err) {
 				t.Errorf("deleting node %s: %v", name, err)
 			}
@@ -83,7 +83,7 @@ func registerNodes(t *testing.T, group string, nodes ...node) {
 func updateNode(t *testing.T, name string, status bool, change func(*v1.Node)) {
 	t.Helper()
 	ctx := testContext(t, time.Minute)
-	nodes := s.cp.Client.CoreV1().Nodes()
+	nodes := env.CP.Client.CoreV1().Nodes()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		n, err := nodes.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -117,9 +117,9 @@ func setAllocatable(t *testing.T, nodeName string, r v1.ResourceName, n int64) {
 // (no controller-manager would finalize it).
 func newNamespace(t *testing.T) string {
 	t.Helper()
-	name := e2eutil.CreateNamespace(t, s.cp.Client, "faults")
+	name := e2eutil.CreateNamespace(t, env.CP.Client, "faults")
 	t.Cleanup(func() {
-		err := s.cp.Client.CoreV1().Pods(name).DeleteCollection(context.Background(),
+		err := env.CP.Client.CoreV1().Pods(name).DeleteCollection(context.Background(),
 			metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{})
 		if err != nil {
 			t.Errorf("deleting the pods of %s: %v", name, err)
@@ -181,7 +181,7 @@ loop:
 func createPod(ctx context.Context, p *v1.Pod) error {
 	var last error
 	err := wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		_, err := s.cp.Client.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
+		_, err := env.CP.Client.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
 		switch {
 		case err == nil, apierrors.IsAlreadyExists(err):
 			return true, nil
@@ -216,7 +216,7 @@ func deletePods(t *testing.T, ns string, names ...string) {
 	t.Helper()
 	ctx := testContext(t, time.Minute)
 	for _, name := range names {
-		err := s.cp.Client.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+		err := env.CP.Client.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 		if err != nil {
 			t.Fatalf("deleting pod %s/%s: %v", ns, name, err)
 		}

@@ -38,20 +38,13 @@
 package faults
 
 import (
-	"context"
 	"testing"
 
-	"github.com/devicefit/devicefit/internal/controlplane"
 	"github.com/devicefit/devicefit/internal/e2eutil"
 )
 
-// suite is the state the whole package shares.
-type suite struct {
-	env *e2eutil.Env
-	cp  *controlplane.ControlPlane
-}
-
-var s suite
+// env is what TestMain started.
+var env e2eutil.Env
 
 // TestMain starts the package's control plane with the manifests applied.
 // DRA needs the resourceclaim controller (claims from templates, claims of
@@ -60,14 +53,11 @@ var s suite
 // DeviceClass serves nvidia.com/gpu from the DRA nodes' slices
 // (dra_test.go, registerDRANodes).
 func TestMain(m *testing.M) {
-	e2eutil.Main(m, e2eutil.Options{
+	env.Main(m, e2eutil.Options{
 		Name:             "test/e2e/faults",
 		Target:           "make test-faults",
 		InstallManifests: true,
 		Controllers:      draControllers,
-		Setup: func(ctx context.Context, env *e2eutil.Env) error {
-			s.env, s.cp = env, env.CP
-			return createDeviceClass(ctx, env.CP)
-		},
+		Setup:            createDeviceClass,
 	})
 }

@@ -55,9 +55,12 @@ func startReplicas(t *testing.T, cfg *e2eutil.SchedulerConfig, prefix string) re
 // streamSpec is a stream of pods for one test case.
 type streamSpec struct {
 	group string
-	// pods of pod(ns, name, i) for i < pods, named pod-0000, …
-	pods int
-	pod  func(ns, name string, i int) *v1.Pod
+	// pods small pods (smallPod) of group, pod-0000, …; pod i asks
+	// gpus(i) GPUs (nil: 1) with the annotations annotations(i) (nil:
+	// none).
+	pods        int
+	gpus        func(i int) int64
+	annotations func(i int) []string
 	// draExtended and draClaims DRA pods (draPods), spread among the
 	// others; with either, the claim template is created first.
 	draExtended, draClaims int
@@ -89,7 +92,14 @@ func startStream(t *testing.T, spec streamSpec, alive ...*scheduler) stream {
 	t.Helper()
 	st := stream{ns: newNamespace(t), w: watchPods(t)}
 	for i := 0; i < spec.pods; i++ {
-		st.pods = append(st.pods, spec.pod(st.ns, fmt.Sprintf("pod-%04d", i), i))
+		gpus, annotations := int64(1), []string(nil)
+		if spec.gpus != nil {
+			gpus = spec.gpus(i)
+		}
+		if spec.annotations != nil {
+			annotations = spec.annotations(i)
+		}
+		st.pods = append(st.pods, smallPod(st.ns, spec.group, fmt.Sprintf("pod-%04d", i), resourceGPU, gpus, annotations...))
 	}
 	if spec.draExtended+spec.draClaims > 0 {
 		createClaimTemplate(t, st.ns)

@@ -41,7 +41,7 @@ func schedulerConfig(t *testing.T, name string, timings *leaseTimings) *e2eutil.
 	if timings != nil {
 		edit = e2eutil.LeaderElectionTimings(timings.lease, timings.renew, timings.retry)
 	}
-	cfg, err := s.env.SchedulerConfig(testContext(t, time.Minute), name+"-config.yaml", edit)
+	cfg, err := env.SchedulerConfig(testContext(t, time.Minute), name+"-config.yaml", edit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,8 +53,8 @@ func schedulerConfig(t *testing.T, name string, timings *leaseTimings) *e2eutil.
 // test ends); its Get authenticates as the admin, for /metrics.
 func startScheduler(t *testing.T, cfg *e2eutil.SchedulerConfig, name string) *scheduler {
 	t.Helper()
-	return &scheduler{s.env.RunScheduler(t, e2eutil.SchedulerOptions{
-		Name: name, Config: cfg, Token: s.cp.AdminToken, ReadyTimeout: 2 * time.Minute,
+	return &scheduler{env.RunScheduler(t, e2eutil.SchedulerOptions{
+		Name: name, Config: cfg, Token: env.CP.AdminToken, ReadyTimeout: 2 * time.Minute,
 	})}
 }
 
@@ -144,7 +144,7 @@ func waitLeader(t *testing.T, scheds ...*scheduler) *scheduler {
 
 // lease returns the lease the schedulers compete for.
 func lease(ctx context.Context, le controlplane.LeaderElection) (holder string, acquired time.Time, transitions int32, err error) {
-	l, err := s.cp.Client.CoordinationV1().Leases(le.ResourceNamespace).Get(ctx, le.ResourceName, metav1.GetOptions{})
+	l, err := env.CP.Client.CoordinationV1().Leases(le.ResourceNamespace).Get(ctx, le.ResourceName, metav1.GetOptions{})
 	if err != nil {
 		return "", time.Time{}, 0, err
 	}
@@ -204,7 +204,7 @@ func waitQuiet(t *testing.T, sc *scheduler) {
 
 // unboundPods lists the devicefit pods of the cluster that no node holds.
 func unboundPods(ctx context.Context) ([]v1.Pod, error) {
-	list, err := s.cp.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName="})
+	list, err := env.CP.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName="})
 	if err != nil {
 		return nil, err
 	}
