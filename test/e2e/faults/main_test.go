@@ -26,6 +26,7 @@
 //
 // and what they share:
 //   - invariants_test.go checkInvariants, the one checker every test ends with, and the pod watch it reads
+//   - scenario_test.go   the stream tests' setup: time-sliced node groups, two replicas and their leader, pods streaming in
 //   - scheduler_test.go  scheduler processes, the lease, the scheduler's own /metrics (leader, queue, device gauges)
 //   - fleet_test.go      node groups, pods, namespaces
 //   - dra_test.go        DRA nodes (ResourceSlices), DRA-backed and claim pods, kube-controller-manager
