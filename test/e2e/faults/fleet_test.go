@@ -58,8 +58,7 @@ func wholeGPUs(name, product string, memoryMiB, major, minor, gpus int, family s
 }
 
 // registerNodes registers the nodes in group (e2eutil.Node.Register, 250
-// pods each) and deletes them when
-// the test ends.
+// pods each) and deletes them when the test ends.
 func registerNodes(t *testing.T, group string, nodes ...node) {
 	t.Helper()
 	ctx := testContext(t, time.Minute)
