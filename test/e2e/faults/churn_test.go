@@ -3,7 +3,6 @@ package faults
 import (
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -368,6 +367,6 @@ func names(pods []v1.Pod) []string {
 	for i, p := range pods {
 		out[i] = p.Name
 	}
-	sort.Strings(out)
+	slices.Sort(out)
 	return out
 }
