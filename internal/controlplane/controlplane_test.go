@@ -51,16 +51,7 @@ profiles:
 
 func TestProcess(t *testing.T) {
 	dir := t.TempDir()
-	p, err := StartProcess("sleeper", "/bin/sh", []string{"-c", "echo started; exec sleep 60"}, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = Poll(context.Background(), 10*time.Millisecond, 10*time.Second, p, func(context.Context) (bool, error) {
-		return strings.Contains(Tail(p.LogPath, 1), "started"), nil
-	})
-	if err != nil {
-		t.Fatalf("waiting for the log: %v", err)
-	}
+	p := startShell(t, "sleeper", "echo started; exec sleep 60")
 	if err := p.Exited(); err != nil {
 		t.Fatalf("running process: %v", err)
 	}

@@ -5,9 +5,7 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/devicefit/devicefit/internal/controlplane"
 	"github.com/devicefit/devicefit/internal/e2eutil"
 )
 
@@ -66,25 +64,19 @@ func fleet() []fleetNode {
 	}
 }
 
-// registerFleet registers the nodes (controlplane.RegisterNode).
+// registerFleet registers the nodes (e2eutil.Node.Register, 110 pods
+// each), labelled fleetLabel.
 func registerFleet(ctx context.Context) error {
 	for _, n := range fleet() {
-		labels := map[string]string{fleetLabel: "true"}
-		for k, v := range n.labels {
-			labels[k] = v
-		}
-		capacity := v1.ResourceList{
-			v1.ResourceCPU:    resource.MustParse("64"),
-			v1.ResourceMemory: resource.MustParse("512Gi"),
-			v1.ResourcePods:   resource.MustParse("110"),
-		}
+		devices := map[v1.ResourceName]int64{}
 		if n.gpus > 0 {
-			capacity[resourceGPU] = *resource.NewQuantity(n.gpus, resource.DecimalSI)
+			devices[resourceGPU] = n.gpus
 		}
 		if n.amdGPUs > 0 {
-			capacity[resourceAMDGPU] = *resource.NewQuantity(n.amdGPUs, resource.DecimalSI)
+			devices[resourceAMDGPU] = n.amdGPUs
 		}
-		if err := controlplane.RegisterNode(ctx, s.cp.Client, n.name, labels, capacity); err != nil {
+		node := e2eutil.Node{Name: n.name, Labels: n.labels, Devices: devices}
+		if err := node.Register(ctx, s.cp.Client, 110, map[string]string{fleetLabel: "true"}); err != nil {
 			return err
 		}
 	}

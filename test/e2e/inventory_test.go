@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -18,7 +17,7 @@ import (
 
 // devicefitPlugin runs bin/kubectl-devicefit with the admin kubeconfig.
 func devicefitPlugin() e2eutil.Kubectl {
-	return e2eutil.Kubectl{Binary: filepath.Join(s.binDir, "kubectl-devicefit"), Kubeconfig: s.cp.AdminKubeconfig}
+	return s.env.Kubectl("kubectl-devicefit")
 }
 
 // gaugeKey is one devicefit_devices series.

@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"context"
-	"path/filepath"
-
 	"github.com/devicefit/devicefit/internal/e2eutil"
 )
 
@@ -15,5 +13,5 @@ func kubectl(ctx context.Context, stdin []byte, args ...string) (stdout, stderr 
 }
 
 func adminKubectl() e2eutil.Kubectl {
-	return e2eutil.Kubectl{Binary: filepath.Join(s.binDir, "kubectl"), Kubeconfig: s.cp.AdminKubeconfig}
+	return s.env.Kubectl("kubectl")
 }

@@ -42,25 +42,17 @@ package e2e
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/devicefit/devicefit/internal/controlplane"
 	"github.com/devicefit/devicefit/internal/e2eutil"
 )
 
-const (
-	binDirEnv    = "DEVICEFIT_BIN_DIR"
-	crdDirEnv    = "PROMETHEUS_OPERATOR_CRDS"
-	manifestsEnv = "DEVICEFIT_MANIFESTS"
-)
-
 // suite is the state the whole package shares.
 type suite struct {
+	// What TestMain started, and short names for it.
+	env       e2eutil.Env
 	binDir    string
 	crdDir    string
 	manifests string // the kustomize base, manifests/ of the repository
@@ -87,54 +79,17 @@ type suite struct {
 var s suite
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	for _, env := range []string{binDirEnv, crdDirEnv} {
-		if os.Getenv(env) == "" {
-			fmt.Fprintf(os.Stderr, "test/e2e: %s is not set. These tests run the built binaries (bin/) against\n"+
-				"test/e2e: the prometheus-operator CRDs and a real Prometheus: run `make test-e2e`,\n"+
-				"test/e2e: which builds and provides all of them.\n", env)
-			return 1
-		}
-	}
-	s.binDir = os.Getenv(binDirEnv)
-	s.crdDir = os.Getenv(crdDirEnv)
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "test/e2e:", err)
-		return 1
-	}
-	s.manifests = filepath.Join(root, "manifests")
-	if m := os.Getenv(manifestsEnv); m != "" {
-		s.manifests = m
-	}
-
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cp, dir, err := e2eutil.StartControlPlane(ctx, "e2e", s.binDir)
-	s.dir = dir
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "test/e2e:", err)
-		return 1
-	}
-	s.cp = cp
-
-	// Failures here are reported by TestManifestsApply; the tests that need
-	// the applied manifests fail with the same error (requireManifests).
-	setupManifests(ctx)
-
-	code := m.Run()
-
-	if s.sched != nil {
-		s.sched.Process.Stop(10 * time.Second)
-	}
-	cp.Stop()
-	if code == 0 {
-		os.RemoveAll(dir)
-	} else {
-		fmt.Fprintf(os.Stderr, "test/e2e: FAILED; logs of every process kept in %s\n", dir)
-	}
-	return code
+	s.env.Main(m, e2eutil.Options{
+		Name:   "test/e2e",
+		Target: "make test-e2e",
+		Setup: func(ctx context.Context) error {
+			e := &s.env
+			s.binDir, s.crdDir, s.manifests, s.dir, s.cp = e.BinDir, e.CRDDir, e.Manifests, e.Dir, e.CP
+			// Failures here are reported by TestManifestsApply; the tests
+			// that need the applied manifests fail with the same error
+			// (requireManifests).
+			setupManifests(ctx)
+			return nil
+		},
+	})
 }

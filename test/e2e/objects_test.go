@@ -8,7 +8,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/devicefit/devicefit/internal/e2eutil"
 )
@@ -26,12 +25,9 @@ const (
 	resourceGPU = e2eutil.ResourceGPU
 )
 
-// testContext is a context for one test's API calls.
+// testContext is a context for one test's API calls (e2eutil.TestContext).
 func testContext(t *testing.T, timeout time.Duration) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	t.Cleanup(cancel)
-	return ctx
+	return e2eutil.TestContext(t, timeout)
 }
 
 // newNamespace creates a namespace of its own for the test. It is not
@@ -39,12 +35,7 @@ func testContext(t *testing.T, timeout time.Duration) context.Context {
 // control plane is thrown away with the package.
 func newNamespace(t *testing.T) string {
 	t.Helper()
-	name := e2eutil.NamespaceName("e2e", t.Name())
-	ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if _, err := s.cp.Client.CoreV1().Namespaces().Create(testContext(t, 30*time.Second), ns, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating namespace %s: %v", name, err)
-	}
-	return name
+	return e2eutil.CreateNamespace(t, s.cp.Client, "e2e")
 }
 
 // serviceAccountToken returns a token of the service account ns/name from the

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,50 +18,26 @@ import (
 )
 
 // scheduler is bin/devicefit-scheduler run as the manifests would run it.
-type scheduler struct {
-	*controlplane.Scheduler
-	lease controlplane.LeaderElection
-}
+type scheduler = e2eutil.Scheduler
 
 // sharedScheduler starts, once for the package, bin/devicefit-scheduler with
 // the KubeSchedulerConfiguration of the applied ConfigMap and the identity of
 // the applied ServiceAccount: a token from the TokenRequest API for API
 // access (clientConnection.kubeconfig) and for the secure port's delegated
 // authentication and authorization. Leader election stays as configured.
+// It stops when the package's tests are over.
 func sharedScheduler(t *testing.T) *scheduler {
 	t.Helper()
 	requireManifests(t)
 	s.schedOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		s.sched, s.schedErr = startScheduler(ctx)
+		s.sched, s.schedErr = s.env.StartScheduler(ctx, e2eutil.SchedulerOptions{})
 	})
 	if s.schedErr != nil {
 		t.Fatalf("starting devicefit-scheduler with the manifests' identity: %v", s.schedErr)
 	}
 	return s.sched
-}
-
-func startScheduler(ctx context.Context) (*scheduler, error) {
-	cfg, err := e2eutil.RenderDeployedSchedulerConfig(ctx, s.cp, s.dir, "scheduler-config.yaml", nil)
-	if err != nil {
-		return nil, err
-	}
-	sched, err := controlplane.StartScheduler(controlplane.SchedulerOptions{
-		Binary:     filepath.Join(s.binDir, "devicefit-scheduler"),
-		Config:     cfg.Path,
-		Kubeconfig: cfg.Kubeconfig,
-		Dir:        s.dir,
-		ExtraArgs:  []string{"--v=2"},
-	})
-	if err != nil {
-		return nil, err
-	}
-	out := &scheduler{Scheduler: sched, lease: cfg.Lease}
-	if err := sched.WaitReady(ctx, 90*time.Second); err != nil {
-		return out, withLog(sched.Process, err)
-	}
-	return out, nil
 }
 
 // withLog adds the end of p's log to err.
@@ -180,14 +156,14 @@ func TestSchedulerWithManifestsRBAC(t *testing.T) {
 	ctx := testContext(t, 2*time.Minute)
 	cs := s.cp.Client
 
-	if sched.lease.ResourceNamespace != systemNamespace || sched.lease.ResourceName != "devicefit-scheduler" {
+	if sched.Config.Lease.ResourceNamespace != systemNamespace || sched.Config.Lease.ResourceName != "devicefit-scheduler" {
 		t.Errorf("the ConfigMap's lease is %s/%s, want %s/devicefit-scheduler",
-			sched.lease.ResourceNamespace, sched.lease.ResourceName, systemNamespace)
+			sched.Config.Lease.ResourceNamespace, sched.Config.Lease.ResourceName, systemNamespace)
 	}
-	lease, err := cs.CoordinationV1().Leases(sched.lease.ResourceNamespace).Get(ctx, sched.lease.ResourceName, metav1.GetOptions{})
+	lease, err := cs.CoordinationV1().Leases(sched.Config.Lease.ResourceNamespace).Get(ctx, sched.Config.Lease.ResourceName, metav1.GetOptions{})
 	switch {
 	case err != nil:
-		t.Errorf("lease %s/%s: %v", sched.lease.ResourceNamespace, sched.lease.ResourceName, err)
+		t.Errorf("lease %s/%s: %v", sched.Config.Lease.ResourceNamespace, sched.Config.Lease.ResourceName, err)
 	case lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "":
 		t.Errorf("lease %s/%s has no holder", lease.Namespace, lease.Name)
 	default:
@@ -208,7 +184,7 @@ func TestSchedulerWithManifestsRBAC(t *testing.T) {
 	}
 	for _, p := range sc.pods {
 		got := product[p.Spec.NodeName]
-		if a := allowed[p.Name]; a != nil && !contains(a, got) {
+		if a := allowed[p.Name]; a != nil && !slices.Contains(a, got) {
 			t.Errorf("pod %s bound to %s (%q); its selector admits only %v", p.Name, p.Spec.NodeName, got, a)
 		}
 	}
@@ -247,13 +223,4 @@ func TestSchedulerWithManifestsRBAC(t *testing.T) {
 		t.Errorf("the scheduler was refused by RBAC %d times (%s), first:\n%s",
 			len(lines), sched.Process.LogPath, strings.Join(shown, "\n"))
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

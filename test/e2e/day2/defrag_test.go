@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -36,7 +35,7 @@ const product = "NVIDIA-A100-SXM4-80GB"
 func TestDefragApply(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	cs := s.cp.Client
+	cs := env.CP.Client
 	ns := "defrag"
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -91,7 +90,7 @@ func TestDefragApply(t *testing.T) {
 		return err == nil && p.Status.ObservedGeneration == p.Generation && p.Status.ExpectedPods == 1 && p.Status.DisruptionsAllowed == 0, err
 	})
 	before := placements(t, ctx, ns)
-	plugin := e2eutil.Kubectl{Binary: filepath.Join(s.binDir, "kubectl-devicefit"), Kubeconfig: s.cp.AdminKubeconfig}
+	plugin := env.Kubectl("kubectl-devicefit")
 
 	// --free-nodes 1: only a's pods may all move (b holds the guarded and a
 	// bare pod, c a bare pod).
@@ -187,7 +186,7 @@ func TestDefragApply(t *testing.T) {
 // placements maps each app label of ns to its pods' "node name", sorted.
 func placements(t *testing.T, ctx context.Context, ns string) map[string][]string {
 	t.Helper()
-	pods, err := s.cp.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	pods, err := env.CP.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +230,7 @@ func replicaSet(t *testing.T, ctx context.Context, ns, name string, replicas int
 			Template: v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: tmpl.Spec},
 		},
 	}
-	if _, err := s.cp.Client.AppsV1().ReplicaSets(ns).Create(ctx, rs, metav1.CreateOptions{}); err != nil {
+	if _, err := env.CP.Client.AppsV1().ReplicaSets(ns).Create(ctx, rs, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -241,7 +240,7 @@ func createBare(t *testing.T, ctx context.Context, ns, name string, n int64) {
 	t.Helper()
 	p := e2eutil.DevicePod(ns, name, e2eutil.ResourceGPU, n)
 	p.Labels = map[string]string{"app": name}
-	if err := e2eutil.CreatePods(ctx, s.cp.Client, []*v1.Pod{p}); err != nil {
+	if err := e2eutil.CreatePods(ctx, env.CP.Client, []*v1.Pod{p}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -250,7 +249,7 @@ func createBare(t *testing.T, ctx context.Context, ns, name string, n int64) {
 func waitBound(t *testing.T, ctx context.Context, ns, selector string, n int) {
 	t.Helper()
 	poll(t, ctx, fmt.Sprintf("%d pods of %s bound", n, selector), func() (bool, error) {
-		pods, err := s.cp.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		pods, err := env.CP.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
 		if err != nil {
 			return false, err
 		}
@@ -266,11 +265,11 @@ func waitBound(t *testing.T, ctx context.Context, ns, selector string, n int) {
 
 func poll(t *testing.T, ctx context.Context, what string, cond func() (bool, error)) {
 	t.Helper()
-	err := controlplane.Poll(ctx, 250*time.Millisecond, 90*time.Second, s.sched.Process, func(context.Context) (bool, error) {
+	err := controlplane.Poll(ctx, 250*time.Millisecond, 90*time.Second, sched.Process, func(context.Context) (bool, error) {
 		ok, _ := cond()
 		return ok, nil
 	})
 	if err != nil {
-		t.Fatalf("waiting for %s: %v", what, e2eutil.WithLog(s.sched.Process, err))
+		t.Fatalf("waiting for %s: %v", what, e2eutil.WithLog(sched.Process, err))
 	}
 }

@@ -1,22 +1,12 @@
 package faults
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
-
 	"github.com/devicefit/devicefit/internal/controlplane"
-)
-
-// Sizes of TestAPIServerRestart: per case, 400 pods of one time-sliced GPU
-// on 8 nodes of 128 replicas; the apiserver stopped once 100 are bound.
-const (
-	restartAPIPods   = 400
-	restartAPINodes  = 8
-	restartAPIStopAt = 100
+	"github.com/devicefit/devicefit/internal/e2eutil"
 )
 
 // TestAPIServerRestart: two scheduler replicas, as the manifests' Deployment
@@ -35,12 +25,10 @@ const (
 //     standby, whose informers lost the apiserver too, takes over. Either
 //     outcome passes; the test says which happened.
 func TestAPIServerRestart(t *testing.T) {
-	const group = "apiserver"
-	var nodes []node
-	for i := 0; i < restartAPINodes; i++ {
-		nodes = append(nodes, timeSliced(fmt.Sprintf("apiserver-t4-%d", i), "Tesla-T4", 15360, 7, 5, 8, 16, "turing"))
-	}
-	registerNodes(t, group, nodes...)
+	// Per case, 400 pods of one time-sliced GPU on 8 nodes of 128
+	// replicas; the apiserver stopped once 100 are bound.
+	stream := streamSpec{group: "apiserver", pods: 400, timeout: 10 * time.Minute, boundBeforeFault: 100, boundWithin: 3 * time.Minute}
+	registerNodes(t, stream.group, timeSlicedNodes("apiserver-t4", 8, "Tesla-T4", 15360, 7, 5, 8, 16, "turing")...)
 	for _, tc := range []struct {
 		name, id    string
 		timings     *leaseTimings
@@ -51,66 +39,47 @@ func TestAPIServerRestart(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := schedulerConfig(t, "apiserver-"+tc.id, tc.timings)
-			a := startScheduler(t, cfg, "scheduler-apiserver-"+tc.id+"-a")
-			b := startScheduler(t, cfg, "scheduler-apiserver-"+tc.id+"-b")
-			leader := waitLeader(t, a, b)
-			holder, _, transitions, err := lease(testContext(t, 10*time.Second), cfg.Lease)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := startReplicas(t, cfg, "scheduler-apiserver-"+tc.id)
 
-			ns := newNamespace(t)
-			w := watchPods(t)
-			var pods []*v1.Pod
-			for i := 0; i < restartAPIPods; i++ {
-				pods = append(pods, smallPod(ns, group, fmt.Sprintf("pod-%04d", i), resourceGPU, 1))
-			}
-			ctx := testContext(t, 10*time.Minute)
-			created := createPodsInBackground(t, ctx, pods)
-			w.waitBoundIn(t, ns, restartAPIStopAt, 3*time.Minute, a, b)
+			st := startStream(t, stream, r.a, r.b)
 
-			stopped := time.Now()
-			boundAtStop := w.boundIn(ns)
-			s.cp.StopAPIServer()
-			exited := time.Now()
-			if err := s.cp.StartAPIServer(ctx); err != nil {
-				t.Fatalf("starting kube-apiserver again: %v\n%s", err, controlplane.Tail(s.cp.APIServer.LogPath, 30))
-			}
+			boundAtStop := st.w.boundIn(st.ns)
+			outage := e2eutil.RestartAPIServer(t, testContext(t, 3*time.Minute), env.CP)
 			t.Logf("kube-apiserver stopped with %d of %d pods bound; exited %.1fs after SIGTERM, ready again %.1fs after SIGTERM",
-				boundAtStop, restartAPIPods, exited.Sub(stopped).Seconds(), time.Since(stopped).Seconds())
+				boundAtStop, stream.pods, outage.Exited.Seconds(), outage.Ready.Seconds())
 
-			created()
+			st.created()
 			var alive []*scheduler
-			for _, sc := range []*scheduler{a, b} {
+			for _, sc := range []*scheduler{r.a, r.b} {
 				if sc.Process.Exited() == nil {
 					alive = append(alive, sc)
 				}
 			}
-			checkInvariants(t, w, expect{namespace: ns, alive: alive, wait: 4 * time.Minute})
+			checkInvariants(t, st.w, expect{namespace: st.ns, alive: alive, wait: 4 * time.Minute})
 
-			for _, sc := range []*scheduler{a, b} {
+			for _, sc := range []*scheduler{r.a, r.b} {
 				err := sc.Process.Exited()
 				switch {
 				case err == nil:
 				case !tc.mustSurvive && strings.Contains(controlplane.Tail(sc.Process.LogPath, 20), "Leaderelection lost"):
-					t.Logf("%s lost the lease during the outage and exited, as kube-scheduler does: %v", sc.name, err)
+					t.Logf("%s lost the lease during the outage and exited, as kube-scheduler does: %v", sc.Name, err)
 				default:
-					t.Errorf("%s exited: %v\nlast lines of %s:\n%s", sc.name, err, sc.Process.LogPath, controlplane.Tail(sc.Process.LogPath, 30))
+					t.Errorf("%s exited: %v\nlast lines of %s:\n%s", sc.Name, err, sc.Process.LogPath, controlplane.Tail(sc.Process.LogPath, 30))
 				}
 			}
-			now := waitLeader(t, a, b)
+			now := waitLeader(t, r.a, r.b)
 			newHolder, _, newTransitions, err := lease(testContext(t, 10*time.Second), cfg.Lease)
 			if err != nil {
 				t.Fatal(err)
 			}
 			switch {
-			case now == leader:
-				t.Logf("%s led before and after the restart (lease holder %s, transitions %d → %d)", leader.name, holder, transitions, newTransitions)
+			case now == r.leader:
+				t.Logf("%s led before and after the restart (lease holder %s, transitions %d → %d)", r.leader.Name, r.holder, r.transitions, newTransitions)
 			case tc.mustSurvive:
-				t.Errorf("%s led before the restart, %s after: the lease should have outlasted the outage", leader.name, now.name)
+				t.Errorf("%s led before the restart, %s after: the lease should have outlasted the outage", r.leader.Name, now.Name)
 			default:
 				t.Logf("%s led before the restart, %s after (lease holder %s → %s, transitions %d → %d)",
-					leader.name, now.name, holder, newHolder, transitions, newTransitions)
+					r.leader.Name, now.Name, r.holder, newHolder, r.transitions, newTransitions)
 			}
 		})
 	}

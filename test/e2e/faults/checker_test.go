@@ -39,7 +39,7 @@ func TestInvariantCheckerCatchesViolations(t *testing.T) {
 		if b.node == "" {
 			p.Spec.SchedulerName = "faults-nobody"
 		}
-		created, err := s.cp.Client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+		created, err := env.CP.Client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,7 +62,7 @@ func TestInvariantCheckerCatchesViolations(t *testing.T) {
 			Regarding:           v1.ObjectReference{Kind: "Pod", Namespace: ns, Name: pod, UID: uids[pod]},
 			Note:                fmt.Sprintf("Successfully assigned %s/%s to %s", ns, pod, node),
 		}
-		if _, err := s.cp.Client.EventsV1().Events(ns).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+		if _, err := env.CP.Client.EventsV1().Events(ns).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -2,7 +2,7 @@ package faults
 
 import (
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -113,7 +113,7 @@ func testNodeDeleted(t *testing.T, sc *scheduler) {
 	orphans := names(got.onNode(c.ns, d0))
 
 	c.grandfather()
-	if err := s.cp.Client.CoreV1().Nodes().Delete(testContext(t, time.Minute), d0, metav1.DeleteOptions{}); err != nil {
+	if err := env.CP.Client.CoreV1().Nodes().Delete(testContext(t, time.Minute), d0, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitSeesAllocatable(t, sc, resourceGPU, productA100x40, 8)
@@ -289,7 +289,7 @@ func testAnnotationCorrected(t *testing.T, sc *scheduler) {
 	c.check(1)
 
 	patch := []byte(`{"metadata":{"annotations":{"` + devices.AnnotationProducts + `":"NVIDIA-L40S"}}}`)
-	if _, err := s.cp.Client.CoreV1().Pods(c.ns).Patch(testContext(t, time.Minute), "pod-0", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	if _, err := env.CP.Client.CoreV1().Pods(c.ns).Patch(testContext(t, time.Minute), "pod-0", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	c.check(0)
@@ -355,7 +355,7 @@ func (c *churnCase) want(got *checked, prefix string, nodes ...string) {
 		if p.Namespace != c.ns || !strings.HasPrefix(p.Name, prefix) || p.Spec.NodeName == "" {
 			continue
 		}
-		if !contains(nodes, p.Spec.NodeName) {
+		if !slices.Contains(nodes, p.Spec.NodeName) {
 			c.t.Errorf("pod %s is on %s, want one of %v", p.Name, p.Spec.NodeName, nodes)
 		}
 	}
@@ -367,15 +367,6 @@ func names(pods []v1.Pod) []string {
 	for i, p := range pods {
 		out[i] = p.Name
 	}
-	sort.Strings(out)
+	slices.Sort(out)
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

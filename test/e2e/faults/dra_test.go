@@ -9,12 +9,11 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
-	"github.com/devicefit/devicefit/internal/controlplane"
+	"github.com/devicefit/devicefit/internal/e2eutil"
 	"github.com/devicefit/devicefit/internal/nvdra"
 	"github.com/devicefit/devicefit/pkg/devices"
 )
@@ -42,14 +41,13 @@ const (
 // of unschedulable pods, then binds.
 const draOrphanWait = 7 * time.Minute
 
-// setUpDRA starts kube-controller-manager with the controllers DRA needs
-// and creates the DeviceClass.
-func setUpDRA(ctx context.Context, cp *controlplane.ControlPlane) error {
-	if err := cp.StartControllerManager(ctx, "resourceclaim-controller", "garbage-collector-controller"); err != nil {
-		return err
-	}
+// draControllers are the kube-controller-manager controllers DRA needs.
+var draControllers = []string{"resourceclaim-controller", "garbage-collector-controller"}
+
+// createDeviceClass creates the DeviceClass of the DRA nodes' GPUs.
+func createDeviceClass(ctx context.Context) error {
 	class := nvdra.Class(draClassName, nvdra.WholeGPUs, string(resourceGPU))
-	if _, err := cp.Client.ResourceV1().DeviceClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
+	if _, err := env.CP.Client.ResourceV1().DeviceClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating DeviceClass %s: %w", class.Name, err)
 	}
 	return nil
@@ -62,25 +60,21 @@ func registerDRANodes(t *testing.T, group, prefix string, n int) {
 	ctx := testContext(t, time.Minute)
 	for i := range n {
 		name := fmt.Sprintf("%s-%d", prefix, i)
-		capacity := v1.ResourceList{
-			v1.ResourceCPU:    resource.MustParse("64"),
-			v1.ResourceMemory: resource.MustParse("512Gi"),
-			v1.ResourcePods:   resource.MustParse("250"),
-		}
-		if err := controlplane.RegisterNode(ctx, s.cp.Client, name, map[string]string{groupLabel: group}, capacity); err != nil {
+		// No device resource: its GPUs are in the slice.
+		if err := (e2eutil.Node{Name: name}).Register(ctx, env.CP.Client, 250, map[string]string{groupLabel: group}); err != nil {
 			t.Fatal(err)
 		}
 		updateNode(t, name, false, func(n *v1.Node) {
 			n.Spec.Taints = append(n.Spec.Taints, v1.Taint{Key: draTaint, Value: "true", Effect: v1.TaintEffectNoSchedule})
 		})
 		slice := nvdra.NodeSlice(name, nvdra.GPUs(0, 8, "NVIDIA H100 80GB HBM3", "Hopper", "9.0.0", "81559Mi")...)
-		if _, err := s.cp.Client.ResourceV1().ResourceSlices().Create(ctx, slice, metav1.CreateOptions{}); err != nil {
+		if _, err := env.CP.Client.ResourceV1().ResourceSlices().Create(ctx, slice, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("creating ResourceSlice %s: %v", slice.Name, err)
 		}
 		t.Cleanup(func() {
 			for _, err := range []error{
-				s.cp.Client.ResourceV1().ResourceSlices().Delete(context.Background(), slice.Name, metav1.DeleteOptions{}),
-				s.cp.Client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}),
+				env.CP.Client.ResourceV1().ResourceSlices().Delete(context.Background(), slice.Name, metav1.DeleteOptions{}),
+				env.CP.Client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}),
 			} {
 				if err != nil && !apierrors.IsNotFound(err) {
 					t.Errorf("deleting DRA node %s: %v", name, err)
@@ -101,7 +95,7 @@ func createClaimTemplate(t *testing.T, ns string) {
 			}}},
 		}},
 	}
-	if _, err := s.cp.Client.ResourceV1().ResourceClaimTemplates(ns).Create(testContext(t, 30*time.Second), tmpl, metav1.CreateOptions{}); err != nil {
+	if _, err := env.CP.Client.ResourceV1().ResourceClaimTemplates(ns).Create(testContext(t, 30*time.Second), tmpl, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating ResourceClaimTemplate: %v", err)
 	}
 }
@@ -139,7 +133,7 @@ func waitClaimsGone(t *testing.T, ns string) {
 	ctx := testContext(t, 3*time.Minute)
 	var left []string
 	err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		list, err := s.cp.Client.ResourceV1().ResourceClaims(ns).List(ctx, metav1.ListOptions{})
+		list, err := env.CP.Client.ResourceV1().ResourceClaims(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, nil
 		}

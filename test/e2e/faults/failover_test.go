@@ -2,29 +2,13 @@ package faults
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/devicefit/devicefit/pkg/devices"
-)
-
-// Sizes of TestLeaderFailover: 2000 pods of one time-sliced GPU on 24 nodes
-// of 128 replicas, 12 L4 and 12 A10G. A third of the pods want L4, a third
-// A10G, a third either: however the scheduler spreads the last third, each
-// product can hold all that may come to it (667 + 666 <= 1536), so every pod
-// is schedulable by construction. The leader is killed once 500 are bound.
-const (
-	failoverPods   = 2000
-	failoverNodes  = 12 // of each of the two products
-	failoverKillAt = 500
-	// failoverDRAPods of the stream go to the DRA nodes (32 GPUs): half
-	// asking nvidia.com/gpu, half with a claim.
-	failoverDRAPods = 24
 )
 
 // TestLeaderFailover: two scheduler replicas, as the manifests' Deployment
@@ -35,52 +19,42 @@ const (
 // is logged: kill → new holder in the lease (its acquireTime) → first
 // binding seen after that.
 func TestLeaderFailover(t *testing.T) {
-	const group = "failover"
-	var nodes []node
-	for i := 0; i < failoverNodes; i++ {
-		nodes = append(nodes,
-			timeSliced(fmt.Sprintf("failover-l4-%d", i), "NVIDIA-L4", 23034, 8, 9, 8, 16, "ada-lovelace"),
-			timeSliced(fmt.Sprintf("failover-a10g-%d", i), "NVIDIA-A10G", 23028, 8, 6, 8, 16, "ampere"))
+	// 2000 pods of one time-sliced GPU on 24 nodes of 128 replicas, 12 L4
+	// and 12 A10G. A third of the pods want L4, a third A10G, a third
+	// either: however the scheduler spreads the last third, each product
+	// can hold all that may come to it (667 + 666 <= 1536), so every pod is
+	// schedulable by construction. The leader is killed once 500 are bound.
+	stream := streamSpec{
+		group: "failover", pods: 2000, timeout: 10 * time.Minute,
+		annotations: func(i int) []string {
+			switch i % 3 {
+			case 0:
+				return []string{devices.AnnotationProducts, "NVIDIA-L4"}
+			case 1:
+				return []string{devices.AnnotationProducts, "NVIDIA-A10G-SHARED"}
+			}
+			return nil
+		},
+		// 24 pods of the stream go to the DRA nodes (32 GPUs): half asking
+		// nvidia.com/gpu, half with a claim.
+		draExtended: 12, draClaims: 12,
+		boundBeforeFault: 500, boundWithin: 4 * time.Minute,
 	}
-	registerNodes(t, group, nodes...)
+	const nodesPerProduct = 12
+	group := stream.group
+	registerNodes(t, group, append(
+		timeSlicedNodes("failover-l4", nodesPerProduct, "NVIDIA-L4", 23034, 8, 9, 8, 16, "ada-lovelace"),
+		timeSlicedNodes("failover-a10g", nodesPerProduct, "NVIDIA-A10G", 23028, 8, 6, 8, 16, "ampere")...)...)
 	// DRA nodes (4 x 8 H100 in slices) and, among the stream, pods that
 	// only they can serve: DRA-backed nvidia.com/gpu and claims.
 	registerDRANodes(t, group, "failover-dra", 4)
 	cfg := schedulerConfig(t, "failover", fastLease)
-	a := startScheduler(t, cfg, "scheduler-failover-a")
-	b := startScheduler(t, cfg, "scheduler-failover-b")
-	leader := waitLeader(t, a, b)
-	standby := a
-	if leader == a {
-		standby = b
-	}
-	oldHolder, _, transitions, err := lease(testContext(t, 10*time.Second), cfg.Lease)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%s leads (lease holder %s, %d transitions so far); %s stands by", leader.name, oldHolder, transitions, standby.name)
+	r := startReplicas(t, cfg, "scheduler-failover")
+	leader, standby, oldHolder := r.leader, r.standby, r.holder
+	t.Logf("%s leads (lease holder %s, %d transitions so far); %s stands by", leader.Name, oldHolder, r.transitions, standby.Name)
 
-	ns := newNamespace(t)
-	w := watchPods(t)
-	var pods []*v1.Pod
-	for i := 0; i < failoverPods; i++ {
-		name := fmt.Sprintf("pod-%04d", i)
-		switch i % 3 {
-		case 0:
-			pods = append(pods, smallPod(ns, group, name, resourceGPU, 1, devices.AnnotationProducts, "NVIDIA-L4"))
-		case 1:
-			pods = append(pods, smallPod(ns, group, name, resourceGPU, 1, devices.AnnotationProducts, "NVIDIA-A10G-SHARED"))
-		default:
-			pods = append(pods, smallPod(ns, group, name, resourceGPU, 1))
-		}
-	}
-	createClaimTemplate(t, ns)
-	dra := draPods(ns, group, failoverDRAPods/2, failoverDRAPods/2)
-	pods = interleave(pods, dra)
-	ctx := testContext(t, 10*time.Minute)
-	created := createPodsInBackground(t, ctx, pods)
-
-	w.waitBoundIn(t, ns, failoverKillAt, 4*time.Minute, leader, standby)
+	st := startStream(t, stream, leader, standby)
+	ns, w, ctx := st.ns, st.w, st.ctx
 	killed := time.Now()
 	leader.Process.Kill()
 	boundAtKill := w.boundIn(ns)
@@ -88,7 +62,7 @@ func TestLeaderFailover(t *testing.T) {
 	// The new holder, as soon as the lease says so.
 	var newHolder string
 	var acquired time.Time
-	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		if err := standby.Process.Exited(); err != nil {
 			return false, err
 		}
@@ -100,7 +74,7 @@ func TestLeaderFailover(t *testing.T) {
 		return h != "" && h != oldHolder, nil
 	})
 	if err != nil {
-		t.Fatalf("after killing %s, the lease still names %s: %v", leader.name, oldHolder, err)
+		t.Fatalf("after killing %s, the lease still names %s: %v", leader.Name, oldHolder, err)
 	}
 	leaseSeen := time.Now()
 	// The first binding after the new holder acquired the lease.
@@ -125,20 +99,20 @@ func TestLeaderFailover(t *testing.T) {
 	}
 	t.Logf("takeover: %s killed with %d of %d pods bound; lease taken by %s %.2fs after the kill (seen %.2fs after); "+
 		"first binding by the new leader (%s on %s) %.2fs after the kill; %d bindings in flight completed between kill and takeover",
-		leader.name, boundAtKill, failoverPods, newHolder, acquired.Sub(killed).Seconds(), leaseSeen.Sub(killed).Seconds(),
+		leader.Name, boundAtKill, stream.pods, newHolder, acquired.Sub(killed).Seconds(), leaseSeen.Sub(killed).Seconds(),
 		firstNew.pod, firstNew.node, firstNew.seen.Sub(killed).Seconds(), late)
 	if ok, err := standby.isLeader(ctx); err != nil || !ok {
-		t.Errorf("%s does not say it leads (leader_election_master_status): %v, %v", standby.name, ok, err)
+		t.Errorf("%s does not say it leads (leader_election_master_status): %v, %v", standby.Name, ok, err)
 	}
 
-	created()
+	st.created()
 	checkInvariants(t, w, expect{namespace: ns, alive: []*scheduler{standby}, wait: draOrphanWait})
-	t.Logf("all %d pods bound %.1fs after the kill", len(pods), time.Since(killed).Seconds())
+	t.Logf("all %d pods bound %.1fs after the kill", len(st.pods), time.Since(killed).Seconds())
 
 	// The DRA pods leave; kube-controller-manager deletes their claims, so
 	// no device stays held for a pod that is gone.
 	var draNames []string
-	for _, p := range dra {
+	for _, p := range st.dra {
 		draNames = append(draNames, p.Name)
 	}
 	deletePods(t, ns, draNames...)

@@ -16,7 +16,6 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
-	"github.com/devicefit/devicefit/internal/controlplane"
 	"github.com/devicefit/devicefit/internal/e2eutil"
 	"github.com/devicefit/devicefit/pkg/devices"
 )
@@ -58,31 +57,19 @@ func wholeGPUs(name, product string, memoryMiB, major, minor, gpus int, family s
 	}
 }
 
-// registerNodes registers the nodes in group (controlplane.RegisterNode,
-// 64 CPUs, 512Gi, 250 pods each, plus their devices) and deletes them when
-// the test ends.
+// registerNodes registers the nodes in group (e2eutil.Node.Register, 250
+// pods each) and deletes them when the test ends.
 func registerNodes(t *testing.T, group string, nodes ...node) {
 	t.Helper()
 	ctx := testContext(t, time.Minute)
 	for _, n := range nodes {
-		labels := map[string]string{groupLabel: group}
-		for k, v := range n.labels {
-			labels[k] = v
-		}
-		capacity := v1.ResourceList{
-			v1.ResourceCPU:    resource.MustParse("64"),
-			v1.ResourceMemory: resource.MustParse("512Gi"),
-			v1.ResourcePods:   resource.MustParse("250"),
-		}
-		for r, q := range n.devices {
-			capacity[r] = *resource.NewQuantity(q, resource.DecimalSI)
-		}
-		if err := controlplane.RegisterNode(ctx, s.cp.Client, n.name, labels, capacity); err != nil {
+		node := e2eutil.Node{Name: n.name, Labels: n.labels, Devices: n.devices}
+		if err := node.Register(ctx, env.CP.Client, 250, map[string]string{groupLabel: group}); err != nil {
 			t.Fatal(err)
 		}
 		name := n.name
 		t.Cleanup(func() {
-			err := s.cp.Client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{})
+			err := env.CP.Client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{})
 			if err != nil && !apierrors.IsNotFound(err) {
 				t.Errorf("deleting node %s: %v", name, err)
 			}
@@ -95,7 +82,7 @@ func registerNodes(t *testing.T, group string, nodes ...node) {
 func updateNode(t *testing.T, name string, status bool, change func(*v1.Node)) {
 	t.Helper()
 	ctx := testContext(t, time.Minute)
-	nodes := s.cp.Client.CoreV1().Nodes()
+	nodes := env.CP.Client.CoreV1().Nodes()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		n, err := nodes.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -129,13 +116,9 @@ func setAllocatable(t *testing.T, nodeName string, r v1.ResourceName, n int64) {
 // (no controller-manager would finalize it).
 func newNamespace(t *testing.T) string {
 	t.Helper()
-	name := e2eutil.NamespaceName("faults", t.Name())
-	ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if _, err := s.cp.Client.CoreV1().Namespaces().Create(testContext(t, 30*time.Second), ns, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating namespace %s: %v", name, err)
-	}
+	name := e2eutil.CreateNamespace(t, env.CP.Client, "faults")
 	t.Cleanup(func() {
-		err := s.cp.Client.CoreV1().Pods(name).DeleteCollection(context.Background(),
+		err := env.CP.Client.CoreV1().Pods(name).DeleteCollection(context.Background(),
 			metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{})
 		if err != nil {
 			t.Errorf("deleting the pods of %s: %v", name, err)
@@ -197,7 +180,7 @@ loop:
 func createPod(ctx context.Context, p *v1.Pod) error {
 	var last error
 	err := wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		_, err := s.cp.Client.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
+		_, err := env.CP.Client.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
 		switch {
 		case err == nil, apierrors.IsAlreadyExists(err):
 			return true, nil
@@ -232,17 +215,14 @@ func deletePods(t *testing.T, ns string, names ...string) {
 	t.Helper()
 	ctx := testContext(t, time.Minute)
 	for _, name := range names {
-		err := s.cp.Client.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+		err := env.CP.Client.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 		if err != nil {
 			t.Fatalf("deleting pod %s/%s: %v", ns, name, err)
 		}
 	}
 }
 
-// testContext is a context for one test's API calls.
+// testContext is a context for one test's API calls (e2eutil.TestContext).
 func testContext(t *testing.T, timeout time.Duration) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	t.Cleanup(cancel)
-	return ctx
+	return e2eutil.TestContext(t, timeout)
 }

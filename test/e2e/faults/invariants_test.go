@@ -47,7 +47,7 @@ type binding struct {
 func watchPods(t *testing.T) *podWatch {
 	t.Helper()
 	w := &podWatch{first: map[types.UID]binding{}}
-	factory := informers.NewSharedInformerFactory(s.cp.Client, 0)
+	factory := informers.NewSharedInformerFactory(env.CP.Client, 0)
 	informer := factory.Core().V1().Pods().Informer()
 	_, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) {
@@ -222,7 +222,7 @@ func findViolations(t *testing.T, w *podWatch, e expect) (*checked, []string, st
 		e.wait = 3 * time.Minute
 	}
 	ctx := testContext(t, e.wait+3*time.Minute)
-	cs := s.cp.Client
+	cs := env.CP.Client
 	set, err := devices.NewResourceSet(devices.DefaultResourcePatterns())
 	if err != nil {
 		t.Fatal(err)
@@ -259,7 +259,7 @@ func findViolations(t *testing.T, w *podWatch, e expect) (*checked, []string, st
 		msg := fmt.Sprintf("%d of the %d pods of %s bound (%v), want all but %d; %d not bound:\n  %s",
 			len(pods)-len(u), len(pods), e.namespace, err, e.unbound, len(u), strings.Join(first(u, 20), "\n  "))
 		for _, sc := range e.alive {
-			msg += "\n" + e2eutil.WithLog(sc.Process, fmt.Errorf("scheduler %s", sc.name)).Error()
+			msg += "\n" + e2eutil.WithLog(sc.Process, fmt.Errorf("scheduler %s", sc.Name)).Error()
 		}
 		violations = append(violations, msg)
 	} else if u := unbound(); len(u) != e.unbound {
@@ -443,7 +443,7 @@ func scheduledEvents(t *testing.T, ctx context.Context, e expect, all []v1.Pod) 
 	var to map[types.UID][]string
 	var refused int
 	collect := func(ctx context.Context) error {
-		list, err := s.cp.Client.EventsV1().Events(e.namespace).List(ctx, metav1.ListOptions{})
+		list, err := env.CP.Client.EventsV1().Events(e.namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return err
 		}

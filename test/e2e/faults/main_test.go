@@ -26,6 +26,7 @@
 //
 // and what they share:
 //   - invariants_test.go checkInvariants, the one checker every test ends with, and the pod watch it reads
+//   - scenario_test.go   the stream tests' setup: time-sliced node groups, two replicas and their leader, pods streaming in
 //   - scheduler_test.go  scheduler processes, the lease, the scheduler's own /metrics (leader, queue, device gauges)
 //   - fleet_test.go      node groups, pods, namespaces
 //   - dra_test.go        DRA nodes (ResourceSlices), DRA-backed and claim pods, kube-controller-manager
@@ -38,85 +39,26 @@
 package faults
 
 import (
-	"context"
-	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
-	"time"
 
-	"github.com/devicefit/devicefit/internal/controlplane"
 	"github.com/devicefit/devicefit/internal/e2eutil"
 )
 
-// suite is the state the whole package shares.
-type suite struct {
-	binDir string
-	dir    string // the control plane's directory: logs, kubeconfigs, certificates
-	cp     *controlplane.ControlPlane
-}
+// env is what TestMain started.
+var env e2eutil.Env
 
-var s suite
-
+// TestMain starts the package's control plane with the manifests applied.
+// DRA needs the resourceclaim controller (claims from templates, claims of
+// pods that are gone released) and the garbage collector (the scheduler's
+// claims for DRA-backed extended resources deleted with their pods); the
+// DeviceClass serves nvidia.com/gpu from the DRA nodes' slices
+// (dra_test.go, registerDRANodes).
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	for _, env := range []string{e2eutil.BinDirEnv, e2eutil.CRDDirEnv} {
-		if os.Getenv(env) == "" {
-			fmt.Fprintf(os.Stderr, "test/e2e/faults: %s is not set. These tests run the built binaries (bin/)\n"+
-				"test/e2e/faults: with the manifests applied on the prometheus-operator CRDs: run\n"+
-				"test/e2e/faults: `make test-faults`, which builds and provides all of them.\n", env)
-			return 1
-		}
-	}
-	s.binDir = os.Getenv(e2eutil.BinDirEnv)
-	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "test/e2e/faults:", err)
-		return 1
-	}
-	manifests := filepath.Join(root, "manifests")
-	if m := os.Getenv(e2eutil.ManifestsEnv); m != "" {
-		manifests = m
-	}
-
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cp, dir, err := e2eutil.StartControlPlane(ctx, "e2e-faults", s.binDir)
-	s.dir = dir
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "test/e2e/faults:", err)
-		return 1
-	}
-	s.cp = cp
-	kubectl := e2eutil.Kubectl{Binary: filepath.Join(s.binDir, "kubectl"), Kubeconfig: cp.AdminKubeconfig}
-	objects, err := e2eutil.InstallManifests(ctx, kubectl, os.Getenv(e2eutil.CRDDirEnv), manifests)
-	if err != nil {
-		cp.Stop()
-		fmt.Fprintf(os.Stderr, "test/e2e/faults: installing %s: %v\ntest/e2e/faults: logs kept in %s\n", manifests, err, dir)
-		return 1
-	}
-	fmt.Printf("test/e2e/faults: %d objects of %s applied\n", len(objects), manifests)
-	// DRA needs the resourceclaim controller (claims from templates, claims
-	// of pods that are gone released) and the garbage collector (the
-	// scheduler's claims for DRA-backed extended resources deleted with
-	// their pods); the DeviceClass serves nvidia.com/gpu from the DRA nodes'
-	// slices (fleet_test.go, registerDRANodes).
-	if err := setUpDRA(ctx, cp); err != nil {
-		cp.Stop()
-		fmt.Fprintf(os.Stderr, "test/e2e/faults: %v\ntest/e2e/faults: logs kept in %s\n", err, dir)
-		return 1
-	}
-
-	code := m.Run()
-
-	cp.Stop()
-	if code == 0 {
-		os.RemoveAll(dir)
-	} else {
-		fmt.Fprintf(os.Stderr, "test/e2e/faults: FAILED; logs of every process kept in %s\n", dir)
-	}
-	return code
+	env.Main(m, e2eutil.Options{
+		Name:             "test/e2e/faults",
+		Target:           "make test-faults",
+		InstallManifests: true,
+		Controllers:      draControllers,
+		Setup:            createDeviceClass,
+	})
 }

@@ -1,20 +1,8 @@
 package faults
 
 import (
-	"fmt"
 	"testing"
 	"time"
-
-	v1 "k8s.io/api/core/v1"
-)
-
-// Sizes of TestSchedulerRestart: per case, 400 pods of one or two
-// time-sliced GPUs (600 replicas) on 8 nodes of 128; the scheduler stopped
-// once 100 are bound.
-const (
-	restartPods   = 400
-	restartNodes  = 8
-	restartStopAt = 100
 )
 
 // TestSchedulerRestart: the only scheduler is stopped with pods in flight,
@@ -23,12 +11,17 @@ const (
 // lease) or SIGKILL (a crash: the lease has to expire). Nothing is lost,
 // nothing is bound twice.
 func TestSchedulerRestart(t *testing.T) {
-	const group = "restart"
-	var nodes []node
-	for i := 0; i < restartNodes; i++ {
-		nodes = append(nodes, timeSliced(fmt.Sprintf("restart-l40s-%d", i), "NVIDIA-L40S", 46068, 8, 9, 8, 16, "ada-lovelace"))
+	// Per case, 400 pods of one or two time-sliced GPUs (600 replicas) on
+	// 8 nodes of 128, and 8 DRA pods; the scheduler stopped once 100 are
+	// bound.
+	stream := streamSpec{
+		group: "restart", pods: 400, timeout: 5 * time.Minute,
+		gpus:        func(i int) int64 { return int64(1 + i%2) },
+		draExtended: 4, draClaims: 4,
+		boundBeforeFault: 100, boundWithin: 3 * time.Minute,
 	}
-	registerNodes(t, group, nodes...)
+	group := stream.group
+	registerNodes(t, group, timeSlicedNodes("restart-l40s", 8, "NVIDIA-L40S", 46068, 8, 9, 8, 16, "ada-lovelace")...)
 	// 16 H100 in slices for the DRA pods of each case.
 	registerDRANodes(t, group, "restart-dra", 2)
 	cfg := schedulerConfig(t, "restart", fastLease)
@@ -42,27 +35,18 @@ func TestSchedulerRestart(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			first := startScheduler(t, cfg, "scheduler-restart-"+tc.name+"-1")
-			ns := newNamespace(t)
-			w := watchPods(t)
-			var pods []*v1.Pod
-			for i := 0; i < restartPods; i++ {
-				pods = append(pods, smallPod(ns, group, fmt.Sprintf("pod-%04d", i), resourceGPU, int64(1+i%2)))
-			}
-			createClaimTemplate(t, ns)
-			pods = interleave(pods, draPods(ns, group, 4, 4))
-			created := createPodsInBackground(t, testContext(t, 5*time.Minute), pods)
-			w.waitBoundIn(t, ns, restartStopAt, 3*time.Minute, first)
+			st := startStream(t, stream, first)
 
-			stopped, boundBefore := time.Now(), w.boundIn(ns)
+			stopped, boundBefore := time.Now(), st.w.boundIn(st.ns)
 			tc.stop(first)
-			boundAtStop := w.boundIn(ns)
+			boundAtStop := st.w.boundIn(st.ns)
 			second := startScheduler(t, cfg, "scheduler-restart-"+tc.name+"-2")
 			waitLeader(t, second)
 			t.Logf("%s: stopped with %d of %d pods bound (%d when it had exited); the new process leads %.1fs after the stop",
-				tc.name, boundBefore, restartPods, boundAtStop, time.Since(stopped).Seconds())
+				tc.name, boundBefore, stream.pods, boundAtStop, time.Since(stopped).Seconds())
 
-			created()
-			checkInvariants(t, w, expect{namespace: ns, alive: []*scheduler{second}, wait: draOrphanWait})
+			st.created()
+			checkInvariants(t, st.w, expect{namespace: st.ns, alive: []*scheduler{second}, wait: draOrphanWait})
 		})
 	}
 }

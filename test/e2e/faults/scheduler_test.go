@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,14 +19,9 @@ import (
 	"github.com/devicefit/devicefit/internal/e2eutil"
 )
 
-// scheduler is one bin/devicefit-scheduler process, run as a replica of the
-// manifests' Deployment would run: the applied ConfigMap's configuration and
-// the applied ServiceAccount's identity.
-type scheduler struct {
-	*controlplane.Scheduler
-	name string
-	cfg  *e2eutil.SchedulerConfig
-}
+// scheduler is one bin/devicefit-scheduler process of a test, with what
+// the fault tests read of it: its /metrics, whether it leads.
+type scheduler struct{ *e2eutil.Scheduler }
 
 // leaseTimings are leaderElection's leaseDuration, renewDeadline and
 // retryPeriod.
@@ -39,50 +33,29 @@ type leaseTimings struct{ lease, renew, retry time.Duration }
 var fastLease = &leaseTimings{4 * time.Second, 3 * time.Second, time.Second}
 
 // schedulerConfig renders the deployed configuration for the test's
-// schedulers (RenderDeployedSchedulerConfig), with the lease timings when
-// not nil, else the manifests' own.
+// schedulers (Env.SchedulerConfig) as <name>-config.yaml, with the lease
+// timings when not nil, else the manifests' own.
 func schedulerConfig(t *testing.T, name string, timings *leaseTimings) *e2eutil.SchedulerConfig {
 	t.Helper()
 	var edit func(map[string]interface{}) error
 	if timings != nil {
 		edit = e2eutil.LeaderElectionTimings(timings.lease, timings.renew, timings.retry)
 	}
-	cfg, err := e2eutil.RenderDeployedSchedulerConfig(testContext(t, time.Minute), s.cp, s.dir, name+"-config.yaml", edit)
+	cfg, err := env.SchedulerConfig(testContext(t, time.Minute), name+"-config.yaml", edit)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return cfg
 }
 
-// startScheduler starts a scheduler process named name (its log is
-// <dir>/<name>.log) and waits for its /readyz, which passes once its
-// informers have synced, leader or not. It is stopped (SIGTERM, so that it
-// releases the lease) when the test ends.
+// startScheduler starts a scheduler process named name with cfg
+// (Env.RunScheduler: its log is <dir>/<name>.log, it is stopped when the
+// test ends); its Get authenticates as the admin, for /metrics.
 func startScheduler(t *testing.T, cfg *e2eutil.SchedulerConfig, name string) *scheduler {
 	t.Helper()
-	sc, err := controlplane.StartScheduler(controlplane.SchedulerOptions{
-		Binary:     filepath.Join(s.binDir, "devicefit-scheduler"),
-		Config:     cfg.Path,
-		Kubeconfig: cfg.Kubeconfig,
-		Dir:        s.dir,
-		Name:       name,
-		Token:      s.cp.AdminToken,
-		ExtraArgs:  []string{"--v=2"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := &scheduler{Scheduler: sc, name: name, cfg: cfg}
-	t.Cleanup(func() {
-		sc.Process.Stop(15 * time.Second)
-		if t.Failed() {
-			t.Logf("log of %s: %s", name, sc.Process.LogPath)
-		}
-	})
-	if err := sc.WaitReady(testContext(t, 3*time.Minute), 2*time.Minute); err != nil {
-		t.Fatal(e2eutil.WithLog(sc.Process, err))
-	}
-	return out
+	return &scheduler{env.RunScheduler(t, e2eutil.SchedulerOptions{
+		Name: name, Config: cfg, Token: env.CP.AdminToken, ReadyTimeout: 2 * time.Minute,
+	})}
 }
 
 // metrics returns the metric families of the scheduler's /metrics.
@@ -157,7 +130,7 @@ func waitLeader(t *testing.T, scheds ...*scheduler) *scheduler {
 			}
 			if ok {
 				leader = sc
-				leaders = append(leaders, sc.name)
+				leaders = append(leaders, sc.Name)
 			}
 		}
 		last = fmt.Sprintf("leaders %v", leaders)
@@ -171,7 +144,7 @@ func waitLeader(t *testing.T, scheds ...*scheduler) *scheduler {
 
 // lease returns the lease the schedulers compete for.
 func lease(ctx context.Context, le controlplane.LeaderElection) (holder string, acquired time.Time, transitions int32, err error) {
-	l, err := s.cp.Client.CoordinationV1().Leases(le.ResourceNamespace).Get(ctx, le.ResourceName, metav1.GetOptions{})
+	l, err := env.CP.Client.CoordinationV1().Leases(le.ResourceNamespace).Get(ctx, le.ResourceName, metav1.GetOptions{})
 	if err != nil {
 		return "", time.Time{}, 0, err
 	}
@@ -225,13 +198,13 @@ func waitQuiet(t *testing.T, sc *scheduler) {
 		return stable >= 3, nil
 	})
 	if err != nil {
-		t.Fatalf("waiting for %s to have nothing left to try: %v (%s)", sc.name, err, last)
+		t.Fatalf("waiting for %s to have nothing left to try: %v (%s)", sc.Name, err, last)
 	}
 }
 
 // unboundPods lists the devicefit pods of the cluster that no node holds.
 func unboundPods(ctx context.Context) ([]v1.Pod, error) {
-	list, err := s.cp.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName="})
+	list, err := env.CP.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName="})
 	if err != nil {
 		return nil, err
 	}
@@ -274,6 +247,6 @@ func waitSeesDevices(t *testing.T, sc *scheduler, r v1.ResourceName, product, st
 		return got == want, nil
 	})
 	if err != nil {
-		t.Fatalf("waiting for %s to count %v %s %s of product %q: %v (it counts %v)", sc.name, want, state, r, product, err, got)
+		t.Fatalf("waiting for %s to count %v %s %s of product %q: %v (it counts %v)", sc.Name, want, state, r, product, err, got)
 	}
 }
