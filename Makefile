@@ -290,6 +290,14 @@ REPORT_WORKLOADS ?= multigpu20 multigpu50 gpuspec10
 # The workloads replayed again with the fleet's GPUs in DRA ResourceSlices
 # (--devices dra; upstream DynamicResources allocates, about 15x slower).
 REPORT_DRA_WORKLOADS ?= multigpu50 gpuspec10
+# The workloads replayed a third time with fractional pods as shares of
+# shared DRA GPUs (--fractional dra-shares, KEP-5075; allocation in
+# milli-GPU, FGD's published setting). REPORT_SHARES_POLICIES: upstream's
+# NodeResourcesFit scores DRA-backed nvidia.com/gpu by walking every
+# allocated share for every device (v1.37.2), which makes mostallocated
+# alone take minutes per seed (docs/placement.md).
+REPORT_SHARES_WORKLOADS ?= multigpu50 gpuspec10
+REPORT_SHARES_POLICIES ?= default,mostallocated,devicefit
 REPORT_SEEDS ?= 42 43 44 45 46
 REPORT_DIR := docs/replay
 REPORT_WORK := $(BIN)/replay-report
@@ -318,7 +326,10 @@ replay-charts: $(BIN)/replay ## redraw docs/replay/*-seed42.svg from their JSON
 # Every workload and seed, one after another (each replay uses every core);
 # the JSON of seed 42 and its chart go to docs/replay/, the others stay in
 # bin/replay-report/ for the summary table. About 10 minutes on 2 cores, and
-# 50 more for the DRA mode (REPORT_DRA_WORKLOADS= skips it).
+# 50 more for the DRA mode (REPORT_DRA_WORKLOADS= skips it; measured before
+# the replay committed allocations, 2026-12-02, which made it faster), and
+# about 5 per workload and seed for the shares mode (REPORT_SHARES_WORKLOADS=
+# skips it), most of it mostallocated's.
 replay-report: ## the runs behind docs/placement.md (needs ../shared/traces/alibaba-gpu-v2023)
 	@if [[ ! -d "$(REPLAY_TRACES)" ]]; then \
 		echo "replay-report: $(REPLAY_TRACES) not found. The Alibaba GPU trace v2023 is not part of"; \
@@ -350,16 +361,30 @@ replay-report: ## the runs behind docs/placement.md (needs ../shared/traces/alib
 			[[ $$s == 42 ]] && cp $$out.json $(REPORT_DIR)/$$w-dra-seed42.json; \
 		done; \
 	done; \
+	for w in $(REPORT_SHARES_WORKLOADS); do \
+		for s in $(REPORT_SEEDS); do \
+			out=$(REPORT_WORK)/$$w-shares-seed$$s; \
+			echo "replay-report: $$w seed $$s, --fractional dra-shares --devices dra"; \
+			$(BIN)/replay --nodes "$(REPLAY_NODES)" --pods "$(REPLAY_TRACES)/openb_pod_list_$$w.csv" \
+				--fractional dra-shares --tune 1.3 --order shuffle --seed $$s --timing --quiet --devices dra \
+				--policies $(REPORT_SHARES_POLICIES) \
+				--json $$out.json --failed-pods $$out-failed.csv $(REPLAY_FLAGS) > $$out.txt; \
+			[[ $$s == 42 ]] && cp $$out.json $(REPORT_DIR)/$$w-shares-seed42.json; \
+		done; \
+	done; \
 	results=(); \
 	for w in $(REPORT_WORKLOADS); do \
 		for s in $(REPORT_SEEDS); do results+=($(REPORT_WORK)/$$w-seed$$s.json); done; \
 		if [[ " $(REPORT_DRA_WORKLOADS) " == *" $$w "* ]]; then \
 			for s in $(REPORT_SEEDS); do results+=($(REPORT_WORK)/$$w-dra-seed$$s.json); done; \
 		fi; \
+		if [[ " $(REPORT_SHARES_WORKLOADS) " == *" $$w "* ]]; then \
+			for s in $(REPORT_SEEDS); do results+=($(REPORT_WORK)/$$w-shares-seed$$s.json); done; \
+		fi; \
 	done; \
 	$(BIN)/replay summary "$${results[@]}" > $(REPORT_DIR)/summary.md; \
 	echo; echo "Unallocated devices at 100% arrived (round-up, tune 1.3, seed 42):"; \
-	for w in $(REPORT_WORKLOADS) $(patsubst %,%-dra,$(REPORT_DRA_WORKLOADS)); do \
+	for w in $(REPORT_WORKLOADS) $(patsubst %,%-dra,$(REPORT_DRA_WORKLOADS)) $(patsubst %,%-shares,$(REPORT_SHARES_WORKLOADS)); do \
 		[[ -f $(REPORT_WORK)/$$w-seed42.txt ]] || continue; \
 		echo "  $$w:"; \
 		awk '$$2 == "100" { printf "    %-14s unallocated %6s%%  fragmented %5s%%  failed pods %s\n", $$1, $$4, $$5, $$6 }' $(REPORT_WORK)/$$w-seed42.txt; \

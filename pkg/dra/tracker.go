@@ -13,11 +13,13 @@ package dra
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/dynamic-resource-allocation/structured"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -112,7 +114,7 @@ func (t *Tracker) View(ctx context.Context, m fwk.SharedDRAManager) (*View, erro
 			if d := t.ids[id]; d != nil {
 				for name, q := range consumed {
 					if q != nil {
-						v.usage.AddConsumed(d, name, q.MilliValue())
+						v.usage.AddConsumed(d, name, milli(q))
 					}
 				}
 			}
@@ -131,6 +133,16 @@ func (t *Tracker) View(ctx context.Context, m fwk.SharedDRAManager) (*View, erro
 		v.resolver = r
 	}
 	return v, nil
+}
+
+// milli is q in milli-units. Capacities are whole numbers (shares, bytes):
+// AsInt64 reads those without MilliValue's general scaling, which was a
+// tenth of a shares replay's view (one call per shared device and cycle).
+func milli(q *resource.Quantity) int64 {
+	if v, ok := q.AsInt64(); ok && v <= math.MaxInt64/1000 && v >= math.MinInt64/1000 {
+		return v * 1000
+	}
+	return q.MilliValue()
 }
 
 // concurrentModification is the text of the scheduler's claim tracker's

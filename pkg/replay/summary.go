@@ -39,7 +39,12 @@ func WriteSummary(w io.Writer, results []*Result) error {
 	}
 	for _, res := range results {
 		trace := strings.TrimSuffix(strings.TrimPrefix(res.Inputs.Pods, "openb_pod_list_"), ".csv")
-		if res.Inputs.Devices == string(DevicesDRA) {
+		switch {
+		case res.Inputs.Fractional == string(FractionalDRAShares):
+			// Fractional pods as shares of shared DRA GPUs, allocation in
+			// milli-GPU (FGD's setting): a row of its own.
+			trace += " (DRA shares)"
+		case res.Inputs.Devices == string(DevicesDRA):
 			// The same trace with its GPUs in ResourceSlices: a row of its own.
 			trace += " (DRA)"
 		}
