@@ -10,6 +10,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
@@ -31,14 +32,24 @@ import (
 // That node is tainted for MIG work, as operators dedicate such nodes:
 // without the taint, pods asking nvidia.com/gpu would take its whole GPUs
 // (the class serves them too) and leave no slice to cut.
+//
+// The shared pool publishes its GPUs as NVIDIA's driver does under its
+// ConsumableShares gate (consumable capacity, KEP-5075):
+// allowMultipleAllocations and 1000 shares each (nvdra.SharedGPU). Its own
+// class selects them, and the nvidia.com/gpu class only the others, so that
+// no pod asking nvidia.com/gpu holds a shared GPU alone; claims ask the
+// shared class for 500 or 250 shares (capacity.requests).
 const (
 	migTaintKey = "localup.devicefit.io/mig"
 
 	gpuClass      = "gpu.nvidia.com"
 	migClass      = "mig.nvidia.com"
+	sharedClass   = "shared-gpu.nvidia.com"
 	productMIG1g  = productA100x80 + "-MIG-1g.20gb"
+	productL40S   = "NVIDIA-L40S"
 	draPoolH100   = "h100-dra"
 	draPoolA100   = "a100-dra-mig"
+	draPoolShared = "l40s-dra-shared"
 	draPoolSuffix = " (DRA)"
 )
 
@@ -47,6 +58,7 @@ func draNodes() (nodes []pool, slices []*resourceapi.ResourceSlice) {
 	nodes = []pool{
 		{name: draPoolH100, nodes: 2, cpu: "224", memory: "2Ti", labels: map[string]string{}},
 		{name: draPoolA100, nodes: 1, cpu: "256", memory: "2Ti", labels: map[string]string{}},
+		{name: draPoolShared, nodes: 2, cpu: "64", memory: "512Gi", labels: map[string]string{}},
 	}
 	for i := range 2 {
 		slices = append(slices, nvdra.NodeSlice(fmt.Sprintf("%s-%d", draPoolH100, i),
@@ -54,13 +66,18 @@ func draNodes() (nodes []pool, slices []*resourceapi.ResourceSlice) {
 	}
 	// Two A100 80GB, each either whole or four 1g.20gb slices.
 	slices = append(slices, nvdra.Partitionable(draPoolA100+"-0", 2, 4, "NVIDIA A100-SXM4-80GB", "1g.20gb", "80Gi", "20Gi")...)
+	for i := range 2 {
+		slices = append(slices, nvdra.NodeSlice(fmt.Sprintf("%s-%d", draPoolShared, i),
+			nvdra.SharedGPUs(0, 2, "NVIDIA L40S", "Ada Lovelace", "8.9.0", "46068Mi")...))
+	}
 	return nodes, slices
 }
 
 func draClasses() []*resourceapi.DeviceClass {
 	return []*resourceapi.DeviceClass{
-		nvdra.Class(gpuClass, nvdra.WholeGPUs, string(resourceGPU)),
+		nvdra.Class(gpuClass, nvdra.ExclusiveGPUs, string(resourceGPU)),
 		nvdra.Class(migClass, nvdra.MIGs, ""),
+		nvdra.Class(sharedClass, nvdra.SharedGPUsOnly, ""),
 	}
 }
 
@@ -99,6 +116,9 @@ type claimSpec struct {
 	class    string
 	count    int64
 	selector string
+	// shares, when set, is the capacity.requests of each device: that many
+	// of a shared GPU's 1000 shares.
+	shares int64
 	// tolerateMIG: the pod tolerates the MIG node's taint.
 	tolerateMIG bool
 }
@@ -108,6 +128,11 @@ func (c class) template() *resourceapi.ResourceClaimTemplate {
 	req := resourceapi.ExactDeviceRequest{DeviceClassName: c.claim.class, Count: c.claim.count}
 	if c.claim.selector != "" {
 		req.Selectors = []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: c.claim.selector}}}
+	}
+	if c.claim.shares > 0 {
+		req.Capacity = &resourceapi.CapacityRequirements{Requests: map[resourceapi.QualifiedName]resource.Quantity{
+			nvdra.Shares: *resource.NewQuantity(c.claim.shares, resource.DecimalSI),
+		}}
 	}
 	return &resourceapi.ResourceClaimTemplate{
 		ObjectMeta: metav1.ObjectMeta{Name: c.name, Namespace: namespace},
@@ -152,11 +177,18 @@ func readDRA(ctx context.Context, cs kubernetes.Interface) (*draState, error) {
 	return s, nil
 }
 
-// nodeProduct is the product a DRA node's GPUs publish (its whole GPUs'),
-// marked as DRA; "" for a node without slices.
+// nodeProduct is the product a DRA node's GPUs publish (its whole GPUs',
+// else its first device's: the shared pool's GPUs serve no
+// nvidia.com/gpu), marked as DRA; "" for a node without slices.
 func (s *draState) nodeProduct(node string) string {
-	for _, e := range s.entries(node) {
+	entries := s.entries(node)
+	for _, e := range entries {
 		if e.Resource == resourceGPU && e.Device.Product != "" {
+			return e.Device.Product + draPoolSuffix
+		}
+	}
+	for _, e := range entries {
+		if e.Device.Product != "" {
 			return e.Device.Product + draPoolSuffix
 		}
 	}

@@ -222,7 +222,9 @@ func runLocal(ctx context.Context, o options, dir string, procs *[]*controlplane
 	rows := placement(nodeList.Items, settled, draNow)
 	printPlacement(os.Stdout, rows)
 	printDRA(os.Stdout, draNow, settled)
-	m, metricProblems, err := awaitMetrics(ctx, sched, rows)
+	shared := sharedGPUs(draNow.slices, draNow.claims)
+	printShares(os.Stdout, shared)
+	m, metricProblems, err := awaitMetrics(ctx, sched, rows, shared)
 	if err != nil {
 		return controlplane.Blame(sched.Process, err)
 	}
@@ -233,12 +235,15 @@ func runLocal(ctx context.Context, o options, dir string, procs *[]*controlplane
 	}
 
 	problems := append(check(nodeList.Items, settled, classes, draNow), metricProblems...)
+	problems = append(problems, checkShares(shared)...)
 	if problems = append(problems, checkDRA(draNow, settled, classes)...); len(problems) > 0 {
 		return fmt.Errorf("the placement contradicts the workload's selectors:\n  %s", strings.Join(problems, "\n  "))
 	}
 	fmt.Println("\nChecks passed: every bound pod is on a product its selector admits (on DRA nodes: every device its claims hold);\n" +
-		"every invalid pod is unschedulable; no DRA device is in two claims and no shared counter is over its value;\n" +
-		"the scheduler's devicefit_devices count as allocated exactly the devices the bound pods hold.")
+		"every invalid pod is unschedulable; no DRA device is in two claims, no shared counter is over its value\n" +
+		"and no shared GPU gives more than its shares;\n" +
+		"the scheduler's devicefit_devices count as allocated exactly the devices the bound pods hold,\n" +
+		"and its devicefit_device_shares as used exactly the shares the claims consume.")
 
 	if o.keep {
 		fmt.Printf("\nThe cluster stays up until Ctrl-C:\n  export KUBECONFIG=%s\n  %s get pods -n %s -o wide\n",
@@ -256,17 +261,18 @@ func runLocal(ctx context.Context, o options, dir string, procs *[]*controlplane
 }
 
 // awaitMetrics scrapes the scheduler's /metrics until its device gauges
-// agree with the pods bound according to the API server: the gauges are
+// agree with the pods bound according to the API server, and its share
+// gauges with the shares the claims consume: the gauges are
 // computed from the scheduler's informer cache, which sees the last bindings
 // a moment after the API server. Disagreement after 10 seconds is a problem.
-func awaitMetrics(ctx context.Context, s *controlplane.Scheduler, rows []*productRow) (*devicefitMetrics, []string, error) {
+func awaitMetrics(ctx context.Context, s *controlplane.Scheduler, rows []*productRow, shared []sharedGPU) (*devicefitMetrics, []string, error) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		m, err := scrapeDevicefitMetrics(ctx, s)
 		if err != nil {
 			return nil, nil, err
 		}
-		problems := m.checkAgainst(rows)
+		problems := append(m.checkAgainst(rows), m.checkShareMetrics(shared)...)
 		if len(problems) == 0 || time.Now().After(deadline) {
 			return m, problems, nil
 		}

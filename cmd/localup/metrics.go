@@ -23,9 +23,17 @@ type deviceGauge struct {
 	allocatable, allocated, free, stranded float64
 }
 
+// shareGauge is one (resource, product) of devicefit_device_shares, in
+// whole devices.
+type shareGauge struct {
+	resource, product    string
+	used, free, stranded float64
+}
+
 // devicefitMetrics is what the scheduler's own /metrics says about the run.
 type devicefitMetrics struct {
 	devices       []deviceGauge // by resource, then product
+	shares        []shareGauge  // by resource, then product
 	fragmentation map[string]float64
 	placements    map[string]float64 // "resource product" -> pods
 	rejections    map[string]float64 // reason -> count, nonzero only
@@ -78,6 +86,30 @@ func parseDevicefitMetrics(body string) (*devicefitMetrics, error) {
 	}
 	sort.Slice(m.devices, func(i, j int) bool {
 		a, b := m.devices[i], m.devices[j]
+		return a.resource < b.resource || a.resource == b.resource && a.product < b.product
+	})
+	sharesByKey := map[[2]string]*shareGauge{}
+	for _, s := range samples(families["devicefit_device_shares"]) {
+		key := [2]string{s.labels["resource"], s.labels["product"]}
+		g := sharesByKey[key]
+		if g == nil {
+			g = &shareGauge{resource: key[0], product: key[1]}
+			sharesByKey[key] = g
+		}
+		switch s.labels["state"] {
+		case "used":
+			g.used = s.value
+		case "free":
+			g.free = s.value
+		case "stranded":
+			g.stranded = s.value
+		}
+	}
+	for _, g := range sharesByKey {
+		m.shares = append(m.shares, *g)
+	}
+	sort.Slice(m.shares, func(i, j int) bool {
+		a, b := m.shares[i], m.shares[j]
 		return a.resource < b.resource || a.resource == b.resource && a.product < b.product
 	})
 	for _, s := range samples(families["devicefit_fragmentation_ratio"]) {
@@ -137,6 +169,15 @@ func printDevicefitMetrics(out io.Writer, m *devicefitMetrics, url string) {
 			g.stranded, m.placements[g.resource+" "+g.product])
 	}
 	tw.Flush()
+	if len(m.shares) > 0 {
+		fmt.Fprintln(out, "Shared devices (devicefit_device_shares, in whole devices):")
+		tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "RESOURCE\tPRODUCT\tUSED\tFREE\tSTRANDED")
+		for _, g := range m.shares {
+			fmt.Fprintf(tw, "%s\t%s\t%.3g\t%.3g\t%.3g\n", g.resource, g.product, g.used, g.free, g.stranded)
+		}
+		tw.Flush()
+	}
 	fmt.Fprintf(out, "Fragmentation (stranded / free):")
 	for _, r := range sortedKeys(m.fragmentation) {
 		fmt.Fprintf(out, "  %s %.3f", r, m.fragmentation[r])

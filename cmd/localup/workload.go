@@ -59,7 +59,7 @@ func ann(kv ...string) map[string]string {
 	return m
 }
 
-// workload is the demo: 205 pods of every size and selector, five of which
+// workload is the demo: 224 pods of every size and selector, five of which
 // the API admits but no node can take.
 func workload() []class {
 	anyWhole := []string{productH100, productA100x40, productL4Shared}
@@ -115,6 +115,12 @@ func workload() []class {
 		{name: "claim-mig-1g", count: 4, claim: &claimSpec{class: migClass, count: 1, tolerateMIG: true}, allowed: []string{productMIG1g}},
 		{name: "claim-a100-1", count: 1, claim: &claimSpec{class: gpuClass, count: 1, tolerateMIG: true,
 			selector: `device.attributes["gpu.nvidia.com"].productName == "NVIDIA A100-SXM4-80GB"`}, allowed: []string{productA100x80}},
+		// The shared pool (consumable capacity): halves and quarters of a
+		// GPU, 2000 shares that fill two of its four GPUs when packed, and
+		// one claim asking no capacity, which takes a shared GPU whole.
+		{name: "claim-half", count: 2, claim: &claimSpec{class: sharedClass, count: 1, shares: 500}, allowed: []string{productL40S}},
+		{name: "claim-quarter", count: 4, claim: &claimSpec{class: sharedClass, count: 1, shares: 250}, allowed: []string{productL40S}},
+		{name: "claim-shared-whole", count: 1, claim: &claimSpec{class: sharedClass, count: 1}, allowed: []string{productL40S}},
 
 		// Admitted by the API, schedulable nowhere. (A fractional or
 		// requests != limits device quantity is rejected by the apiserver

@@ -26,6 +26,11 @@ const Driver = "gpu.nvidia.com"
 const (
 	WholeGPUs = `device.driver == "gpu.nvidia.com" && device.attributes["gpu.nvidia.com"].type == "gpu"`
 	MIGs      = `device.driver == "gpu.nvidia.com" && device.attributes["gpu.nvidia.com"].type == "mig"`
+	// SharedGPUsOnly and ExclusiveGPUs split WholeGPUs by
+	// allowMultipleAllocations (a field of the CEL device since KEP-5075):
+	// a class for fractions of GPUs, and one whose claims hold GPUs alone.
+	SharedGPUsOnly = WholeGPUs + ` && device.allowMultipleAllocations`
+	ExclusiveGPUs  = WholeGPUs + ` && !device.allowMultipleAllocations`
 )
 
 // GPU is a whole GPU as the driver publishes it: type, productName (NVML's
@@ -165,6 +170,20 @@ func ShareClaim(ns, name, class string, milli int64) *resourceapi.ResourceClaim 
 	c := Claim(ns, name, class, 1)
 	c.Spec.Devices.Requests[0].Exactly.Capacity = &resourceapi.CapacityRequirements{
 		Requests: map[resourceapi.QualifiedName]resource.Quantity{Shares: *resource.NewQuantity(milli, resource.DecimalSI)},
+	}
+	return c
+}
+
+// AllocatedShare is a claim holding milli shares of one SharedGPU
+// ("pool/device" of Driver), as the allocator records an allocation of a
+// device that allows multiple: a share ID, and the capacity consumed (the
+// shares asked, the memory its policy's default 0).
+func AllocatedShare(ns, name, device string, milli int64) *resourceapi.ResourceClaim {
+	c := Allocated(ns, name, device)
+	r := &c.Status.Allocation.Devices.Results[0]
+	r.ShareID = ptr.To(types.UID(ns + "-" + name))
+	r.ConsumedCapacity = map[resourceapi.QualifiedName]resource.Quantity{
+		Shares: *resource.NewQuantity(milli, resource.DecimalSI), "memory": resource.MustParse("0"),
 	}
 	return c
 }

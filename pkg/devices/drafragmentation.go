@@ -109,3 +109,47 @@ func (w *Workload) StrandedDRA(entries []DRAFree, capacity float64, milliCPU, me
 	}
 	return stranded
 }
+
+// StrandedShares returns the expected free share of e's partly used shared
+// devices (e.Partial) that a fractional job of the workload asking for
+// e.Resource could not use there: the part of devicefit_device_shares that
+// is stranded. It applies usable's FGD rule to the partial devices only, and
+// judges them by the jobs that ask a capacity of e.Resource's devices (the
+// classes with a capacity request), as StrandedOf judges free devices by the
+// jobs asking for their resource: untouched devices are whole and any job
+// can take them, and a partly used device is of use to no whole-device job,
+// so neither says whether shares are left where fractional jobs cannot use
+// them. 0 when no job asks for a share of e.Resource. The unit is e.Size
+// (a whole device, for a shared GPU consuming no counters).
+func (w *Workload) StrandedShares(e DRAFree, milliCPU, memoryBytes int64) float64 {
+	var partial float64
+	for _, p := range e.Partial {
+		partial += p
+	}
+	if partial <= 0 {
+		return 0
+	}
+	partial *= e.Size
+	var asking, stranded float64
+	for i := range w.classes {
+		c := &w.classes[i]
+		if c.Resource != e.Resource || c.Capacity.Empty() {
+			continue
+		}
+		asking += c.Weight
+		var usable float64
+		if e.Accept != nil && e.Accept[i] && c.MilliCPU <= milliCPU && c.MemoryBytes <= memoryBytes {
+			// A job of several devices may take untouched ones beside the
+			// partial ones: they count towards its devices, not its use
+			// of the partial shares.
+			if n, share := e.usable(i); n >= c.Devices {
+				usable = min(share-float64(e.Free)*e.Size, partial)
+			}
+		}
+		stranded += c.Weight * (partial - usable)
+	}
+	if asking == 0 {
+		return 0
+	}
+	return stranded / asking
+}

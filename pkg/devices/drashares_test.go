@@ -232,3 +232,54 @@ func TestStrandedDRAShares(t *testing.T) {
 		t.Errorf("need 0: got %v, want all stranded", got)
 	}
 }
+
+// TestStrandedShares: the free shares of partly used GPUs that the
+// fractional jobs could not use (devicefit_device_shares, stranded).
+func TestStrandedShares(t *testing.T) {
+	half := Class{Resource: NVIDIAGPU, Devices: 1, Capacity: capReq("shares", "500"), Weight: 1}
+	quarter := Class{Resource: NVIDIAGPU, Devices: 1, Capacity: capReq("shares", "250"), Weight: 1}
+	whole := Class{Resource: NVIDIAGPU, Devices: 1, Weight: 1}
+	pair := Class{Resource: NVIDIAGPU, Devices: 2, Capacity: capReq("shares", "500"), Weight: 1}
+	bigCPU := Class{Resource: NVIDIAGPU, Devices: 1, Capacity: capReq("shares", "250"), MilliCPU: 2000, Weight: 1}
+	other := Class{Resource: "example.com/gpu", Devices: 1, Capacity: capReq("shares", "250"), Weight: 1}
+	needs := map[string]float64{"shares=500": 0.5, "shares=250": 0.25}
+	for _, tc := range []struct {
+		name      string
+		classes   []Class
+		untouched int64
+		partial   []float64
+		want      float64
+	}{
+		{"untouched GPUs only: nothing stranded", []Class{half}, 2, nil, 0},
+		{"half free, half jobs: usable", []Class{half}, 1, []float64{0.5}, 0},
+		{"a quarter free, half jobs: stranded", []Class{half}, 1, []float64{0.25}, 0.25},
+		{"a quarter free, half and quarter jobs: half of it", []Class{half, quarter}, 0, []float64{0.25}, 0.125},
+		{"FGD's example without its whole job: 0.2 below the half", []Class{half}, 1, []float64{0.5, 0.2}, 0.2},
+		{"whole-GPU jobs are not asked", []Class{half, whole}, 0, []float64{0.25}, 0.25},
+		{"no fractional job: none stranded", []Class{whole}, 0, []float64{0.25}, 0},
+		{"another resource's fractional jobs are not asked", []Class{other}, 0, []float64{0.25}, 0},
+		{"a two-device job takes an untouched GPU beside the partial one", []Class{pair}, 1, []float64{0.5}, 0},
+		{"a two-device job with only one device to take", []Class{pair}, 0, []float64{0.5}, 0.5},
+		{"CPU used up: the shares are of no use", []Class{bigCPU}, 0, []float64{0.5}, 0.5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, err := NewWorkload(tc.classes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			accept := make([]bool, len(tc.classes))
+			need := make([]float64, len(tc.classes))
+			for i, c := range w.Classes() {
+				accept[i] = c.Resource == NVIDIAGPU
+				need[i] = 1
+				if n, ok := needs[c.Capacity.Key()]; ok {
+					need[i] = n
+				}
+			}
+			e := DRAFree{Resource: NVIDIAGPU, Free: tc.untouched, Size: 1, Accept: accept, Partial: tc.partial, Need: need}
+			if got := w.StrandedShares(e, 1000, 1<<30); math.Abs(got-tc.want) > 1e-12 {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

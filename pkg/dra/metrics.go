@@ -21,7 +21,8 @@ func InventorySource(t *Tracker, m func() fwk.SharedDRAManager) func() (map[stri
 		out := make(map[string][]metrics.DRAEntry, len(v.Nodes()))
 		for name := range v.Nodes() {
 			for _, e := range v.Entries(name) {
-				out[name] = append(out[name], metrics.DRAEntry{Resource: e.Resource, Device: e.Device, Total: e.Total, Held: e.Held, Free: e.Free})
+				out[name] = append(out[name], metrics.DRAEntry{Resource: e.Resource, Device: e.Device, Total: e.Total, Held: e.Held, Free: e.Free,
+					Size: e.Size, Partial: e.Partial, Sample: e.Sample})
 			}
 		}
 		return out, nil

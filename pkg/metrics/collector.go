@@ -21,6 +21,15 @@ var (
 			"(requested by bound pods); free (allocatable minus allocated per node, never negative); stranded "+
 			"(the expected number of free devices that a job asking for the resource, of the workload of the jobs bound and pending, could not use where they are).",
 		[]string{LabelResource, LabelProduct, LabelState}, nil, metrics.ALPHA, "")
+	// The unit is whole devices, as in devicefit_devices, so the two add
+	// up: NVIDIA's DRA driver publishes 1000 "shares" per GPU (FGD's
+	// milli-GPU), and 500 shares used is 0.5 here.
+	sharesDesc = metrics.NewDesc(metrics.BuildFQName("", Subsystem, "device_shares"),
+		"Shared devices (DRA consumable capacity: allowMultipleAllocations) by device resource, product and state, "+
+			"in whole devices (a device's share is the most consumed of its capacities; 500 of a GPU's 1000 shares is 0.5): "+
+			"used (consumed by the claims' allocations); free (left: untouched devices whole and the free share of partly used ones); "+
+			"stranded (the expected free share of partly used devices that a fractional job of the workload, asking a share of the resource, could not use where it is).",
+		[]string{LabelResource, LabelProduct, LabelState}, nil, metrics.ALPHA, "")
 	fragmentationDesc = metrics.NewDesc(metrics.BuildFQName("", Subsystem, "fragmentation_ratio"),
 		"Stranded devices divided by free devices, per device resource (0 when none is free).",
 		[]string{LabelResource}, nil, metrics.ALPHA, "")
@@ -43,8 +52,8 @@ type Source struct {
 	DRA func() (map[string][]DRAEntry, error)
 }
 
-// inventoryCollector computes devicefit_devices and
-// devicefit_fragmentation_ratio on every scrape.
+// inventoryCollector computes devicefit_devices, devicefit_device_shares
+// and devicefit_fragmentation_ratio on every scrape.
 type inventoryCollector struct {
 	metrics.BaseStableCollector
 
@@ -98,6 +107,7 @@ func (c *inventoryCollector) current() *Source {
 // DescribeWithStability implements metrics.StableCollector.
 func (c *inventoryCollector) DescribeWithStability(ch chan<- *metrics.Desc) {
 	ch <- devicesDesc
+	ch <- sharesDesc
 	ch <- fragmentationDesc
 }
 
@@ -170,6 +180,13 @@ func emit(ch chan<- metrics.Metric, s Summary) {
 		ch <- metrics.NewLazyConstMetric(devicesDesc, metrics.GaugeValue, float64(c.Allocated), r, p, StateAllocated)
 		ch <- metrics.NewLazyConstMetric(devicesDesc, metrics.GaugeValue, float64(c.Free), r, p, StateFree)
 		ch <- metrics.NewLazyConstMetric(devicesDesc, metrics.GaugeValue, c.Stranded, r, p, StateStranded)
+	}
+	for _, k := range s.ShareKeys() {
+		c := s.Shares[k]
+		r, p := string(k.Resource), k.Product
+		ch <- metrics.NewLazyConstMetric(sharesDesc, metrics.GaugeValue, c.Used, r, p, StateUsed)
+		ch <- metrics.NewLazyConstMetric(sharesDesc, metrics.GaugeValue, c.Free, r, p, StateFree)
+		ch <- metrics.NewLazyConstMetric(sharesDesc, metrics.GaugeValue, c.Stranded, r, p, StateStranded)
 	}
 	ratios := s.FragmentationRatio()
 	for _, r := range slices.Sorted(maps.Keys(ratios)) {

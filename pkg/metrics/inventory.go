@@ -34,15 +34,45 @@ type DeviceCounts struct {
 	Stranded float64
 }
 
+// ShareCounts are the shared devices of one key (DRA consumable capacity,
+// KEP-5075: allowMultipleAllocations), summed over the nodes, in whole
+// devices: a device's share is the most consumed of its capacities
+// (devices.DRAUsage.FreeShare), so a GPU with 750 of its 1000 shares taken
+// is 0.75 used and 0.25 free whichever capacity the claims name.
+type ShareCounts struct {
+	// Used is what the claims' allocations consume; Free what is left:
+	// untouched devices whole and the free share of partly used ones.
+	Used, Free float64
+	// Stranded is the expected part of the partly used devices' free share
+	// that a fractional job of the workload (a class asking a capacity of
+	// the resource) could not use where it is: below the job's share, or
+	// on a node whose CPU or memory cannot carry it
+	// (devices.Workload.StrandedShares, FGD's rule). Untouched devices are
+	// never stranded. 0 when no workload is known or no job asks a share.
+	Stranded float64
+}
+
 // Summary is the cluster's device inventory at one instant.
 type Summary struct {
 	Devices map[DeviceKey]*DeviceCounts
+	// Shares are the shared devices among Devices (a DRA entry whose devices
+	// allow multiple allocations); nil without any.
+	Shares map[DeviceKey]*ShareCounts
 }
 
 // Keys returns the keys sorted by resource, then product.
 func (s Summary) Keys() []DeviceKey {
-	keys := make([]DeviceKey, 0, len(s.Devices))
-	for k := range s.Devices {
+	return sortedKeys(s.Devices)
+}
+
+// ShareKeys returns the keys of Shares sorted as Keys.
+func (s Summary) ShareKeys() []DeviceKey {
+	return sortedKeys(s.Shares)
+}
+
+func sortedKeys[V any](m map[DeviceKey]V) []DeviceKey {
+	keys := make([]DeviceKey, 0, len(m))
+	for k := range m {
 		keys = append(keys, k)
 	}
 	sort.Slice(keys, func(i, j int) bool {
@@ -85,6 +115,14 @@ type DRAEntry struct {
 	Device   devices.Device
 	// Total devices, those claims hold, and those first fit could still give.
 	Total, Held, Free int64
+	// Size is a device's share of its hardware (devices.DRADevice.Size).
+	Size float64
+	// Partial are the free shares of the entry's shared devices that claims
+	// use and have not used up (FGD's partly allocated GPUs); the Free ones
+	// are untouched. Sample is one of the devices: its capacities say what
+	// share of it a job's capacity request takes (devices.DRADevice.Share).
+	Partial []float64
+	Sample  *devices.DRADevice
 }
 
 // nodeUse is what the bound pods of one node request.
@@ -183,6 +221,9 @@ func SummarizeWithDRA(nodes []*v1.Node, pods []*v1.Pod, set devices.ResourceSet,
 		}
 		for _, e := range dra[n.Name] {
 			add(e.Resource, e.Device, e.Total, e.Held, e.Free)
+			if e.Device.Shared {
+				s.addShares(e, w, freeCPU, freeMem)
+			}
 		}
 	}
 	return s

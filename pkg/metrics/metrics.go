@@ -29,12 +29,14 @@ const (
 // label (a node without GFD, or a vendor whose labeller is not running).
 const ProductUnknown = "unknown"
 
-// Values of the state label of devicefit_devices.
+// Values of the state label of devicefit_devices (allocatable, allocated,
+// free, stranded) and of devicefit_device_shares (used, free, stranded).
 const (
 	StateAllocatable = "allocatable"
 	StateAllocated   = "allocated"
 	StateFree        = "free"
 	StateStranded    = "stranded"
+	StateUsed        = "used"
 )
 
 // Reason is a value of the reason label of devicefit_filter_rejections_total.
