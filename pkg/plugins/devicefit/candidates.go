@@ -56,12 +56,7 @@ func (pl *DeviceFit) candidates(logger klog.Logger, s *preFilterState, pod *v1.P
 	if c := left[excludedDeviceNode]; c > 0 {
 		pl.deviceNodeRejections.Add(float64(c))
 	}
-	names := make(sets.Set[string], n)
-	for j, ni := range nodes {
-		if admitted[j] {
-			names.Insert(ni.Node().Name)
-		}
-	}
+	names := pl.listNames(listKey(s, pod, newPreemptor(pod)), nodes, s.entries, admitted)
 	s.listed = names
 	return &fwk.PreFilterResult{NodeNames: names}
 }
@@ -77,10 +72,7 @@ type offer struct {
 // scan walks the nodes once: the offers of each request and, per node,
 // whether candidates admits it and, if not, why.
 func (s *preFilterState) scan(pod *v1.Pod, nodes []fwk.NodeInfo) {
-	p := preemptor{
-		priority:   corev1helpers.PodPriority(pod),
-		canPreempt: pod.Spec.PreemptionPolicy == nil || *pod.Spec.PreemptionPolicy != v1.PreemptNever,
-	}
+	p := newPreemptor(pod)
 	s.offers = make([]offer, len(s.demand))
 	s.admitted = make([]bool, len(nodes))
 	if !s.deviceFree {
@@ -180,6 +172,13 @@ const (
 type preemptor struct {
 	priority   int32
 	canPreempt bool
+}
+
+func newPreemptor(pod *v1.Pod) preemptor {
+	return preemptor{
+		priority:   corev1helpers.PodPriority(pod),
+		canPreempt: pod.Spec.PreemptionPolicy == nil || *pod.Spec.PreemptionPolicy != v1.PreemptNever,
+	}
 }
 
 // admits says whether the node may take the pod: DeviceFit's Filter passes,
