@@ -90,12 +90,21 @@ func (n *NodeDevices) RememberFree(gen int64, requested map[v1.ResourceName]int6
 
 // Find returns the node's device resource name, or nil.
 func (n *NodeDevices) Find(name v1.ResourceName) *NodeDevice {
-	for i := range n.Devices {
-		if n.Devices[i].Resource == name {
-			return &n.Devices[i]
-		}
+	if i := n.Index(name); i >= 0 {
+		return &n.Devices[i]
 	}
 	return nil
+}
+
+// Index returns the index in Devices of the node's device resource name,
+// or -1.
+func (n *NodeDevices) Index(name v1.ResourceName) int {
+	for i := range n.Devices {
+		if n.Devices[i].Resource == name {
+			return i
+		}
+	}
+	return -1
 }
 
 // HasDevices reports whether any device resource has allocatable devices.
