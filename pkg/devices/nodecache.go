@@ -128,10 +128,17 @@ func (n *NodeDevices) HasDevices() bool {
 type NodeCache struct {
 	resources ResourceSet
 
-	mu      sync.RWMutex
-	nodes   map[string]*NodeDevices
-	kinds   []DeviceKind
-	kindIDs map[DeviceKind]int
+	mu    sync.RWMutex
+	nodes map[string]*NodeDevices
+	// byObject holds the same entries by node object: a look-up hashes a
+	// pointer instead of the node's name, whose bytes live in the node
+	// object, one more cache miss per node in walks that meet the nodes in
+	// another order each cycle (PreScore's feasible nodes, Score). Exactly
+	// the objects of the entries in nodes are keys: an entry replaced or
+	// dropped there is dropped here.
+	byObject map[*v1.Node]*NodeDevices
+	kinds    []DeviceKind
+	kindIDs  map[DeviceKind]int
 }
 
 // NewNodeCache returns an empty cache of the device resources in set.
@@ -143,6 +150,7 @@ func NewNodeCache(set ResourceSet) *NodeCache {
 
 func (c *NodeCache) reset() {
 	c.nodes = map[string]*NodeDevices{}
+	c.byObject = map[*v1.Node]*NodeDevices{}
 	c.kinds = nil
 	c.kindIDs = map[DeviceKind]int{}
 }
@@ -183,10 +191,14 @@ func (c *NodeCache) Refresh(nodes iter.Seq[*v1.Node], all bool, out []*NodeDevic
 			out = append(out, prev[j])
 			continue
 		}
-		e, ok := c.nodes[node.Name]
-		if !ok || e.node != node {
+		e, ok := c.byObject[node]
+		if !ok {
 			e = c.build(node)
+			if old := c.nodes[node.Name]; old != nil {
+				delete(c.byObject, old.node)
+			}
 			c.nodes[node.Name] = e
+			c.byObject[node] = e
 		}
 		out = append(out, e)
 	}
@@ -205,9 +217,10 @@ func (c *NodeCache) forgetAbsent(nodes iter.Seq[*v1.Node]) {
 			keep[node.Name] = struct{}{}
 		}
 	}
-	for name := range c.nodes {
+	for name, e := range c.nodes {
 		if _, ok := keep[name]; !ok {
 			delete(c.nodes, name)
+			delete(c.byObject, e.node)
 		}
 	}
 }
@@ -219,11 +232,8 @@ func (c *NodeCache) Lookup(node *v1.Node) *NodeDevices {
 		return nil
 	}
 	c.mu.RLock()
-	e := c.nodes[node.Name]
+	e := c.byObject[node]
 	c.mu.RUnlock()
-	if e == nil || e.node != node {
-		return nil
-	}
 	return e
 }
 
