@@ -251,7 +251,17 @@ func ReadNodeDevices(node *v1.Node, set ResourceSet) *NodeDevices {
 }
 
 func (c *NodeCache) build(node *v1.Node) *NodeDevices {
-	return readNode(node, c.resources, c.intern)
+	e := readNode(node, c.resources, c.intern)
+	// Every node object holds its own copy of the resource names' bytes; a
+	// walk over all nodes comparing a pod's resource with each node's
+	// (Index) would read each copy, one cache miss per node. The kind
+	// table holds one copy per kind: the same value, bytes shared.
+	for i := range e.Devices {
+		if k := e.Devices[i].Kind; k >= 0 {
+			e.Devices[i].Resource = c.kinds[k].Resource
+		}
+	}
+	return e
 }
 
 func readNode(node *v1.Node, set ResourceSet, intern func(DeviceKind) int) *NodeDevices {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"unsafe"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -200,5 +201,24 @@ func TestNodeCacheByObject(t *testing.T) {
 		if len(cache.byObject) != len(cache.nodes) || len(cache.nodes) != len(step.current) {
 			t.Errorf("%s: %d objects indexed for %d nodes, want %d", step.name, len(cache.byObject), len(cache.nodes), len(step.current))
 		}
+	}
+}
+
+// TestNodeCacheSharesResourceNames: entries of the same kind on different
+// node objects hold the same bytes for the resource name (one cache line
+// for a walk comparing names on every node), with the value unchanged.
+func TestNodeCacheSharesResourceNames(t *testing.T) {
+	set, err := NewResourceSet(DefaultResourcePatterns())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewNodeCache(set)
+	_, entries := c.Refresh(slices.Values([]*v1.Node{cacheNode("a", "NVIDIA-L4", "4", "4"), cacheNode("b", "NVIDIA-L4", "4", "4")}), true, nil)
+	da, db := entries[0].Find(NVIDIAGPU), entries[1].Find(NVIDIAGPU)
+	if da == nil || db == nil || da.Resource != NVIDIAGPU {
+		t.Fatalf("devices: %+v %+v", da, db)
+	}
+	if unsafe.StringData(string(da.Resource)) != unsafe.StringData(string(db.Resource)) {
+		t.Error("two nodes of one kind hold separate copies of the resource name")
 	}
 }
