@@ -3,6 +3,7 @@ package devices
 import (
 	"iter"
 	"sync"
+	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
 )
@@ -54,7 +55,18 @@ type NodeDevices struct {
 	// free is what FreeAt computed for the node info generation freeGen.
 	free    []int64
 	freeGen int64
+	// id: see ID.
+	id uint64
 }
+
+// ID identifies the entry among all the entries any NodeCache built in
+// this process (0 for ReadNodeDevices'): never reused, so a caller can
+// remember which node object an entry stood for without holding on to the
+// entry, and with it to the node object.
+func (n *NodeDevices) ID() uint64 { return n.id }
+
+// lastID numbers the entries caches build (NodeDevices.ID).
+var lastID atomic.Uint64
 
 // FreeAt returns each device resource's free devices (allocatable minus
 // requested, at least 0; Devices' order) as RememberFree computed them for
@@ -252,6 +264,7 @@ func ReadNodeDevices(node *v1.Node, set ResourceSet) *NodeDevices {
 
 func (c *NodeCache) build(node *v1.Node) *NodeDevices {
 	e := readNode(node, c.resources, c.intern)
+	e.id = lastID.Add(1)
 	// Every node object holds its own copy of the resource names' bytes; a
 	// walk over all nodes comparing a pod's resource with each node's
 	// (Index) would read each copy, one cache miss per node. The kind

@@ -198,6 +198,11 @@ func TestNodeCacheByObject(t *testing.T) {
 				t.Errorf("%s: an object of %s that is not its current one is served", step.name, n.Name)
 			}
 		}
+		for j, e := range prev {
+			if e.ID() == 0 || slices.ContainsFunc(prev[:j], func(o *NodeDevices) bool { return o.ID() == e.ID() }) {
+				t.Errorf("%s: entry %d has ID %d: want one of its own, not 0", step.name, j, e.ID())
+			}
+		}
 		if len(cache.byObject) != len(cache.nodes) || len(cache.nodes) != len(step.current) {
 			t.Errorf("%s: %d objects indexed for %d nodes, want %d", step.name, len(cache.byObject), len(cache.nodes), len(step.current))
 		}

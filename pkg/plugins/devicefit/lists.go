@@ -28,8 +28,10 @@ const maxLists = 32
 // entries (one per node object, so an unchanged entry means an unchanged
 // name) of the cycle with those the list was last brought up to. The shape
 // (listKey) only picks the list that is likely to need the fewest changes.
+// The entries are remembered by ID, not by pointer: a list of a shape
+// that stops coming would otherwise keep every node object it saw alive.
 type nameList struct {
-	entries  []*devices.NodeDevices
+	entries  []uint64
 	admitted []bool
 	// at[j] is the name inserted for position j while admitted[j].
 	at    []string
@@ -74,7 +76,7 @@ func (pl *DeviceFit) listNames(key string, nodes []fwk.NodeInfo, entries []*devi
 			}
 		}
 		l = &nameList{
-			entries:  make([]*devices.NodeDevices, len(nodes)),
+			entries:  make([]uint64, len(nodes)),
 			admitted: make([]bool, len(nodes)),
 			at:       make([]string, len(nodes)),
 			names:    sets.New[string](),
@@ -95,15 +97,23 @@ func (pl *DeviceFit) listNames(key string, nodes []fwk.NodeInfo, entries []*devi
 			l.names.Insert(name)
 			l.at[j] = name
 		}
-		l.admitted[j], l.entries[j] = admitted[j], entries[j]
+		l.admitted[j], l.entries[j] = admitted[j], entryID(entries[j])
 	}
 	return maps.Clone(l.names)
 }
 
 // changed reports whether position j holds another node object than when
-// the list was last brought up to date. A nil entry says nothing of the
-// node (the cache holds none for a nil node, which is never admitted), so
+// the list was last brought up to date (was: the entry's ID then). A nil
+// entry, or one no cache built (ID 0), says nothing of the node object, so
 // it counts as changed.
-func changed(was, now *devices.NodeDevices) bool {
-	return was != now || now == nil
+func changed(was uint64, now *devices.NodeDevices) bool {
+	return now == nil || now.ID() == 0 || was != now.ID()
+}
+
+// entryID is e's ID, 0 for nil.
+func entryID(e *devices.NodeDevices) uint64 {
+	if e == nil {
+		return 0
+	}
+	return e.ID()
 }

@@ -29,7 +29,9 @@ import (
 // (devices.NodeDevices.FreeAt); they do change the pod list, which the
 // comparison sees.
 type podsMemo struct {
-	entry *devices.NodeDevices
+	// entry is the cache entry's ID (NodeDevices.ID: the node object's,
+	// without holding on to it).
+	entry uint64
 	pods  []fwk.PodInfo
 	// free is aligned with entry.Devices.
 	free []int64
@@ -44,10 +46,10 @@ type podsMemo struct {
 func (s *preFilterState) memoFor(j int, ni fwk.NodeInfo, e *devices.NodeDevices) *podsMemo {
 	m := &s.memos[j]
 	pods := ni.GetPods()
-	if m.entry == e && slices.Equal(m.pods, pods) {
+	if m.entry == e.ID() && m.entry != 0 && slices.Equal(m.pods, pods) {
 		return m
 	}
-	m.entry = e
+	m.entry = e.ID()
 	m.pods = append(m.pods[:0], pods...)
 	m.free = slices.Grow(m.free[:0], len(e.Devices))[:len(e.Devices)]
 	requested := ni.GetRequested().GetScalarResources()
