@@ -3,6 +3,7 @@ package devices
 import (
 	"iter"
 	"sync"
+	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
 )
@@ -54,7 +55,18 @@ type NodeDevices struct {
 	// free is what FreeAt computed for the node info generation freeGen.
 	free    []int64
 	freeGen int64
+	// id: see ID.
+	id uint64
 }
+
+// ID identifies the entry among all the entries any NodeCache built in
+// this process (0 for ReadNodeDevices'): never reused, so a caller can
+// remember which node object an entry stood for without holding on to the
+// entry, and with it to the node object.
+func (n *NodeDevices) ID() uint64 { return n.id }
+
+// lastID numbers the entries caches build (NodeDevices.ID).
+var lastID atomic.Uint64
 
 // FreeAt returns each device resource's free devices (allocatable minus
 // requested, at least 0; Devices' order) as RememberFree computed them for
@@ -90,12 +102,21 @@ func (n *NodeDevices) RememberFree(gen int64, requested map[v1.ResourceName]int6
 
 // Find returns the node's device resource name, or nil.
 func (n *NodeDevices) Find(name v1.ResourceName) *NodeDevice {
-	for i := range n.Devices {
-		if n.Devices[i].Resource == name {
-			return &n.Devices[i]
-		}
+	if i := n.Index(name); i >= 0 {
+		return &n.Devices[i]
 	}
 	return nil
+}
+
+// Index returns the index in Devices of the node's device resource name,
+// or -1.
+func (n *NodeDevices) Index(name v1.ResourceName) int {
+	for i := range n.Devices {
+		if n.Devices[i].Resource == name {
+			return i
+		}
+	}
+	return -1
 }
 
 // HasDevices reports whether any device resource has allocatable devices.
@@ -119,10 +140,17 @@ func (n *NodeDevices) HasDevices() bool {
 type NodeCache struct {
 	resources ResourceSet
 
-	mu      sync.RWMutex
-	nodes   map[string]*NodeDevices
-	kinds   []DeviceKind
-	kindIDs map[DeviceKind]int
+	mu    sync.RWMutex
+	nodes map[string]*NodeDevices
+	// byObject holds the same entries by node object: a look-up hashes a
+	// pointer instead of the node's name, whose bytes live in the node
+	// object, one more cache miss per node in walks that meet the nodes in
+	// another order each cycle (PreScore's feasible nodes, Score). Exactly
+	// the objects of the entries in nodes are keys: an entry replaced or
+	// dropped there is dropped here.
+	byObject map[*v1.Node]*NodeDevices
+	kinds    []DeviceKind
+	kindIDs  map[DeviceKind]int
 }
 
 // NewNodeCache returns an empty cache of the device resources in set.
@@ -134,6 +162,7 @@ func NewNodeCache(set ResourceSet) *NodeCache {
 
 func (c *NodeCache) reset() {
 	c.nodes = map[string]*NodeDevices{}
+	c.byObject = map[*v1.Node]*NodeDevices{}
 	c.kinds = nil
 	c.kindIDs = map[DeviceKind]int{}
 }
@@ -174,10 +203,14 @@ func (c *NodeCache) Refresh(nodes iter.Seq[*v1.Node], all bool, out []*NodeDevic
 			out = append(out, prev[j])
 			continue
 		}
-		e, ok := c.nodes[node.Name]
-		if !ok || e.node != node {
+		e, ok := c.byObject[node]
+		if !ok {
 			e = c.build(node)
+			if old := c.nodes[node.Name]; old != nil {
+				delete(c.byObject, old.node)
+			}
 			c.nodes[node.Name] = e
+			c.byObject[node] = e
 		}
 		out = append(out, e)
 	}
@@ -196,9 +229,10 @@ func (c *NodeCache) forgetAbsent(nodes iter.Seq[*v1.Node]) {
 			keep[node.Name] = struct{}{}
 		}
 	}
-	for name := range c.nodes {
+	for name, e := range c.nodes {
 		if _, ok := keep[name]; !ok {
 			delete(c.nodes, name)
+			delete(c.byObject, e.node)
 		}
 	}
 }
@@ -210,11 +244,8 @@ func (c *NodeCache) Lookup(node *v1.Node) *NodeDevices {
 		return nil
 	}
 	c.mu.RLock()
-	e := c.nodes[node.Name]
+	e := c.byObject[node]
 	c.mu.RUnlock()
-	if e == nil || e.node != node {
-		return nil
-	}
 	return e
 }
 
@@ -232,7 +263,18 @@ func ReadNodeDevices(node *v1.Node, set ResourceSet) *NodeDevices {
 }
 
 func (c *NodeCache) build(node *v1.Node) *NodeDevices {
-	return readNode(node, c.resources, c.intern)
+	e := readNode(node, c.resources, c.intern)
+	e.id = lastID.Add(1)
+	// Every node object holds its own copy of the resource names' bytes; a
+	// walk over all nodes comparing a pod's resource with each node's
+	// (Index) would read each copy, one cache miss per node. The kind
+	// table holds one copy per kind: the same value, bytes shared.
+	for i := range e.Devices {
+		if k := e.Devices[i].Kind; k >= 0 {
+			e.Devices[i].Resource = c.kinds[k].Resource
+		}
+	}
+	return e
 }
 
 func readNode(node *v1.Node, set ResourceSet, intern func(DeviceKind) int) *NodeDevices {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"unsafe"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -146,5 +147,83 @@ func TestNodeDevicesFreeAt(t *testing.T) {
 	}
 	if free := e.RememberFree(2, map[v1.ResourceName]int64{NVIDIAGPU: 9}); free[gpu] != 0 {
 		t.Errorf("more requested than allocatable: got %v, want 0", free[gpu])
+	}
+}
+
+// TestNodeCacheByObject: Lookup and Refresh find entries by node object;
+// every object the cache ever saw is served exactly while it is the
+// node's current one, and no replaced or deleted object stays a key (the
+// index would otherwise serve a stale entry and keep old nodes alive).
+func TestNodeCacheByObject(t *testing.T) {
+	set, err := NewResourceSet(DefaultResourcePatterns())
+	if err != nil {
+		t.Fatal(err)
+	}
+	relabel := func(n *v1.Node, product string) *v1.Node {
+		n = n.DeepCopy()
+		n.Labels[LabelGPUProduct] = product
+		return n
+	}
+	a, b, c := cacheNode("a", "NVIDIA-L4", "4", "4"), cacheNode("b", "NVIDIA-L4", "4", "4"), cacheNode("c", "NVIDIA-L4", "4", "4")
+	a2, b2 := relabel(a, "NVIDIA-L40S"), relabel(b, "NVIDIA-H100")
+	a3 := relabel(a2, "NVIDIA-A100")
+	seen := []*v1.Node{a, b, c, a2, b2, a3}
+	steps := []struct {
+		name    string
+		nodes   []*v1.Node
+		all     bool
+		current []*v1.Node
+	}{
+		{name: "first refresh", nodes: []*v1.Node{a, b, c}, all: true, current: []*v1.Node{a, b, c}},
+		{name: "a replaced", nodes: []*v1.Node{a2, b, c}, all: true, current: []*v1.Node{a2, b, c}},
+		{name: "shuffled, b replaced, partial", nodes: []*v1.Node{c, b2}, current: []*v1.Node{a2, b2, c}},
+		{name: "a replaced again, partial", nodes: []*v1.Node{a3}, current: []*v1.Node{a3, b2, c}},
+		{name: "c deleted", nodes: []*v1.Node{b2, a3}, all: true, current: []*v1.Node{a3, b2}},
+	}
+	cache := NewNodeCache(set)
+	var prev []*NodeDevices
+	for _, step := range steps {
+		_, prev = cache.Refresh(slices.Values(step.nodes), step.all, prev)
+		for j, n := range step.nodes {
+			if prev[j] == nil || prev[j].node != n {
+				t.Errorf("%s: entry %d is not %s's object", step.name, j, n.Name)
+			}
+		}
+		for _, n := range seen {
+			e := cache.Lookup(n)
+			switch {
+			case slices.Contains(step.current, n) && (e == nil || e.node != n):
+				t.Errorf("%s: %s's current object not served: %v", step.name, n.Name, e)
+			case !slices.Contains(step.current, n) && e != nil:
+				t.Errorf("%s: an object of %s that is not its current one is served", step.name, n.Name)
+			}
+		}
+		for j, e := range prev {
+			if e.ID() == 0 || slices.ContainsFunc(prev[:j], func(o *NodeDevices) bool { return o.ID() == e.ID() }) {
+				t.Errorf("%s: entry %d has ID %d: want one of its own, not 0", step.name, j, e.ID())
+			}
+		}
+		if len(cache.byObject) != len(cache.nodes) || len(cache.nodes) != len(step.current) {
+			t.Errorf("%s: %d objects indexed for %d nodes, want %d", step.name, len(cache.byObject), len(cache.nodes), len(step.current))
+		}
+	}
+}
+
+// TestNodeCacheSharesResourceNames: entries of the same kind on different
+// node objects hold the same bytes for the resource name (one cache line
+// for a walk comparing names on every node), with the value unchanged.
+func TestNodeCacheSharesResourceNames(t *testing.T) {
+	set, err := NewResourceSet(DefaultResourcePatterns())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewNodeCache(set)
+	_, entries := c.Refresh(slices.Values([]*v1.Node{cacheNode("a", "NVIDIA-L4", "4", "4"), cacheNode("b", "NVIDIA-L4", "4", "4")}), true, nil)
+	da, db := entries[0].Find(NVIDIAGPU), entries[1].Find(NVIDIAGPU)
+	if da == nil || db == nil || da.Resource != NVIDIAGPU {
+		t.Fatalf("devices: %+v %+v", da, db)
+	}
+	if unsafe.StringData(string(da.Resource)) != unsafe.StringData(string(db.Resource)) {
+		t.Error("two nodes of one kind hold separate copies of the resource name")
 	}
 }

@@ -56,12 +56,7 @@ func (pl *DeviceFit) candidates(logger klog.Logger, s *preFilterState, pod *v1.P
 	if c := left[excludedDeviceNode]; c > 0 {
 		pl.deviceNodeRejections.Add(float64(c))
 	}
-	names := make(sets.Set[string], n)
-	for j, ni := range nodes {
-		if admitted[j] {
-			names.Insert(ni.Node().Name)
-		}
-	}
+	names := pl.listNames(listKey(s, pod, newPreemptor(pod)), nodes, s.entries, admitted)
 	s.listed = names
 	return &fwk.PreFilterResult{NodeNames: names}
 }
@@ -77,11 +72,9 @@ type offer struct {
 // scan walks the nodes once: the offers of each request and, per node,
 // whether candidates admits it and, if not, why.
 func (s *preFilterState) scan(pod *v1.Pod, nodes []fwk.NodeInfo) {
-	p := preemptor{
-		priority:   corev1helpers.PodPriority(pod),
-		canPreempt: pod.Spec.PreemptionPolicy == nil || *pod.Spec.PreemptionPolicy != v1.PreemptNever,
-	}
+	p := newPreemptor(pod)
 	s.offers = make([]offer, len(s.demand))
+	s.found = make([]int, len(s.demand))
 	s.admitted = make([]bool, len(nodes))
 	if !s.deviceFree {
 		s.free = make([]int64, len(s.kinds))
@@ -113,7 +106,9 @@ func (s *preFilterState) scan(pod *v1.Pod, nodes []fwk.NodeInfo) {
 			var a int64
 			var d *devices.NodeDevice
 			if e != nil {
-				if d = e.Find(r.Name); d != nil {
+				// admits reads the device at the same index.
+				if s.found[i] = e.Index(r.Name); s.found[i] >= 0 {
+					d = &e.Devices[s.found[i]]
 					a = d.Allocatable
 				}
 			} else {
@@ -127,7 +122,7 @@ func (s *preFilterState) scan(pod *v1.Pod, nodes []fwk.NodeInfo) {
 				o.largestMatching = a
 			}
 		}
-		why := s.admits(ni, e, p, dn)
+		why := s.admits(j, ni, e, p, dn)
 		if why == admitted_ {
 			s.admitted[j] = true
 			s.numAdmitted++
@@ -182,6 +177,13 @@ type preemptor struct {
 	canPreempt bool
 }
 
+func newPreemptor(pod *v1.Pod) preemptor {
+	return preemptor{
+		priority:   corev1helpers.PodPriority(pod),
+		canPreempt: pod.Spec.PreemptionPolicy == nil || *pod.Spec.PreemptionPolicy != v1.PreemptNever,
+	}
+}
+
 // admits says whether the node may take the pod: DeviceFit's Filter passes,
 // the allocatable of each requested device resource covers the count, and
 // the free devices do too unless the node runs a pod of lower priority that
@@ -191,7 +193,7 @@ type preemptor struct {
 // A DRA-served request is judged from dn, what scan found on the node: the
 // class's devices there (none: DynamicResources rejects the node), the
 // selector's verdict on those the pod would get, and the free ones.
-func (s *preFilterState) admits(ni fwk.NodeInfo, e *devices.NodeDevices, p preemptor, dn []draNode) exclusion {
+func (s *preFilterState) admits(j int, ni fwk.NodeInfo, e *devices.NodeDevices, p preemptor, dn []draNode) exclusion {
 	if ni.Node() == nil {
 		return excludedRoom
 	}
@@ -211,7 +213,7 @@ func (s *preFilterState) admits(ni fwk.NodeInfo, e *devices.NodeDevices, p preem
 		}
 		return admitted_
 	}
-	var requested map[v1.ResourceName]int64
+	var memo *podsMemo
 	for i, r := range s.demand {
 		if s.draServedOn(ni, i) {
 			n := dn[i]
@@ -220,15 +222,21 @@ func (s *preFilterState) admits(ni fwk.NodeInfo, e *devices.NodeDevices, p preem
 				return excludedRoom
 			case n.verdict != devices.Match:
 				return exclusion(n.verdict)
-			case n.free < r.Count && !p.mayPreemptOn(ni):
-				return excludedRoom
+			case n.free < r.Count:
+				if memo == nil {
+					memo = s.memoFor(j, ni, e)
+				}
+				if !p.mayPreempt(memo) {
+					return excludedRoom
+				}
 			}
 			continue
 		}
-		d := e.Find(r.Name)
-		if d == nil {
+		x := s.found[i]
+		if x < 0 {
 			return excludedRoom
 		}
+		d := &e.Devices[x]
 		// Filter's order: a broken status first, then the selector.
 		if d.AboveCapacity() {
 			return excludedAboveCapacity
@@ -239,27 +247,12 @@ func (s *preFilterState) admits(ni fwk.NodeInfo, e *devices.NodeDevices, p preem
 		if d.Allocatable < r.Count {
 			return excludedRoom
 		}
-		if requested == nil {
-			requested = ni.GetRequested().GetScalarResources()
+		if memo == nil {
+			memo = s.memoFor(j, ni, e)
 		}
-		if d.Allocatable-requested[r.Name] < r.Count && !p.mayPreemptOn(ni) {
+		if memo.free[x] < r.Count && !p.mayPreempt(memo) {
 			return excludedRoom
 		}
 	}
 	return admitted_
-}
-
-// mayPreemptOn reports whether preemption could free anything on the node
-// for the pod: some pod there has a lower priority. A superset of what
-// DefaultPreemption would find (PDBs and the devices those pods hold aside).
-func (p preemptor) mayPreemptOn(ni fwk.NodeInfo) bool {
-	if !p.canPreempt {
-		return false
-	}
-	for _, pi := range ni.GetPods() {
-		if corev1helpers.PodPriority(pi.GetPod()) < p.priority {
-			return true
-		}
-	}
-	return false
 }

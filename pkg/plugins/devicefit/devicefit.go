@@ -69,6 +69,12 @@ type DeviceFit struct {
 	// scratch holds PreFilter's cache entries, reused from cycle to cycle.
 	scratchMu sync.Mutex
 	scratch   []*devices.NodeDevices
+	// lists keeps candidate lists between cycles, by pod shape (lists.go);
+	// under scratchMu.
+	lists map[string]*nameList
+	// memos keeps what PreFilter read of each node's pods, by position in
+	// the cycle's nodes (podsmemo.go); under scratchMu.
+	memos []podsMemo
 	// nodes reads the product of a bound pod's node in PostBind; nil when the
 	// framework has no informer factory (some tests, embedders).
 	nodes corelisters.NodeLister
@@ -96,6 +102,7 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 		handle:                   h,
 		resources:                set,
 		cache:                    devices.NewNodeCache(set),
+		lists:                    map[string]*nameList{},
 		dra:                      dra.NewTracker(),
 		resourcesKey:             shared.ResourcesKey(args.DeviceResources),
 		policy:                   args.DeviceNodePolicy,

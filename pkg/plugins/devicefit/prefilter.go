@@ -40,7 +40,7 @@ func (pl *DeviceFit) PreFilter(ctx context.Context, cycleState fwk.CycleState, p
 	}
 	res := pl.candidates(klog.FromContext(ctx), s, pod, nodes)
 	// Filter must not use the entries: the next cycle reuses the slice.
-	s.entries, s.admitted, s.view, s.picks = nil, nil, nil, nil
+	s.entries, s.admitted, s.view, s.picks, s.memos = nil, nil, nil, nil, nil
 	return res, nil
 }
 
@@ -50,6 +50,16 @@ func (pl *DeviceFit) refresh(nodes []fwk.NodeInfo) ([]devices.DeviceKind, []*dev
 	kinds, entries := pl.cache.Refresh(nodeObjects(nodes), true, pl.scratch)
 	pl.scratch = entries
 	return kinds, entries
+}
+
+// podsMemos returns the plugin's podsMemo per position for n nodes,
+// kept from cycle to cycle (podsmemo.go).
+func (pl *DeviceFit) podsMemos(n int) []podsMemo {
+	if len(pl.memos) != n {
+		// Nodes came or went: positions no longer line up, start over.
+		pl.memos = make([]podsMemo, n)
+	}
+	return pl.memos
 }
 
 // computeState builds the pod's preFilterState, or the status that rejects
@@ -70,6 +80,7 @@ func (pl *DeviceFit) computeState(ctx context.Context, cs fwk.CycleState, pod *v
 			}
 			s.view = view
 			s.kinds, s.entries = pl.refresh(nodes)
+			s.memos = pl.podsMemos(len(nodes))
 			s.scan(pod, nodes)
 			return s, nil, ""
 		}
@@ -111,6 +122,7 @@ func (pl *DeviceFit) computeState(ctx context.Context, cs fwk.CycleState, pod *v
 		s.verdicts[i] = v
 	}
 	// One walk over the nodes gathers what checkOffers and candidates need.
+	s.memos = pl.podsMemos(len(nodes))
 	s.scan(pod, nodes)
 	for i := range demand {
 		if status, reason := s.checkOffers(i); status != nil {

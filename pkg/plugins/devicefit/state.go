@@ -36,8 +36,13 @@ type preFilterState struct {
 	// What PreFilter's walk over the nodes found (scan): the offers per
 	// request, the nodes admitted (aligned with the nodes), their number,
 	// and how many were left out for each exclusion.
-	offers      []offer
-	admitted    []bool
+	offers   []offer
+	admitted []bool
+	// found[i] is the index of demand[i] in the entry of the node scan is
+	// at (-1: none), for admits; memos is the plugin's podsMemo per
+	// position (PreFilter only, nil afterwards).
+	found       []int
+	memos       []podsMemo
 	numAdmitted int
 	left        [numExclusions]int
 	// free is the free devices per kind over all nodes (addFree), for

@@ -173,15 +173,22 @@ func (pl *DevicePack) PreScore(ctx context.Context, cycleState fwk.CycleState, p
 		if e == nil {
 			continue
 		}
-		alloc, req := n.GetAllocatable().GetScalarResources(), n.GetRequested().GetScalarResources()
+		// The entry's allocatable is the node info's (SetNode reads the
+		// same node object's status; device resources are scalar), so only
+		// the free count for scarcity needs the node info's request map:
+		// when DeviceFit counted it over the cluster, no map is read here.
+		var req map[v1.ResourceName]int64
 		for i := range e.Devices {
 			d := &e.Devices[i]
-			a := alloc[d.Resource]
+			a := d.Allocatable
 			if a <= 0 {
 				continue
 			}
 			withDevices = true
 			if k := pl.candidateKind(s, d.Kind, d.Device); k != nil && !wholeCluster {
+				if req == nil {
+					req = n.GetRequested().GetScalarResources()
+				}
 				k.free += max(a-req[d.Resource], 0)
 			}
 		}

@@ -1,0 +1,133 @@
+package devicefit
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2/ktesting"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/devicefit/devicefit/pkg/devices"
+)
+
+// TestListsKeptBetweenCycles: the candidate list kept from an earlier cycle
+// (lists.go), brought up to date by position, names exactly what a plugin
+// that never saw the earlier cycles names, whatever changed in between:
+// nodes filled and freed, node objects replaced, the node list reordered,
+// nodes removed and added, other pod shapes in between. Each step runs on
+// the fleet the previous steps left.
+func TestListsKeptBetweenCycles(t *testing.T) {
+	products := []string{"NVIDIA-H100-80GB-HBM3", "NVIDIA-L4", "NVIDIA-L40S"}
+	fleet := make([]fwk.NodeInfo, 30)
+	for i := range fleet {
+		fleet[i] = nodeInfo(gpuNode(fmt.Sprint("n", i), products[i%3], "4", nil))
+	}
+	l4 := gpuPod("2", map[string]string{devices.AnnotationProducts: "NVIDIA-L4"})
+	h100 := gpuPod("2", map[string]string{devices.AnnotationProducts: "NVIDIA-H100-80GB-HBM3"})
+	fill := func(at ...int) func([]fwk.NodeInfo) []fwk.NodeInfo {
+		return func(nodes []fwk.NodeInfo) []fwk.NodeInfo {
+			for _, j := range at {
+				n := nodes[j].Node()
+				nodes[j] = infoWith(n, boundPod(n.Name+"-full", n.Name, "4", 0))
+			}
+			return nodes
+		}
+	}
+	steps := []struct {
+		name   string
+		pod    *v1.Pod
+		change func([]fwk.NodeInfo) []fwk.NodeInfo
+	}{
+		{name: "first cycle builds the list", pod: l4},
+		{name: "same fleet", pod: l4},
+		{name: "L4 nodes filled drop out", pod: l4, change: fill(1, 4, 7)},
+		{name: "another shape between", pod: h100, change: fill(0)},
+		{name: "filled nodes freed come back", pod: l4, change: func(nodes []fwk.NodeInfo) []fwk.NodeInfo {
+			nodes[4] = nodeInfo(nodes[4].Node())
+			return nodes
+		}},
+		{name: "a node object replaced: relabelled off the list", pod: l4, change: func(nodes []fwk.NodeInfo) []fwk.NodeInfo {
+			nodes[10] = nodeInfo(gpuNode("n10", "NVIDIA-L40S", "4", nil))
+			return nodes
+		}},
+		{name: "a node object replaced: relabelled onto the list", pod: l4, change: func(nodes []fwk.NodeInfo) []fwk.NodeInfo {
+			nodes[11] = nodeInfo(gpuNode("n11", "NVIDIA-L4", "4", nil))
+			return nodes
+		}},
+		{name: "the list reordered: other nodes at the admitted positions", pod: l4, change: func(nodes []fwk.NodeInfo) []fwk.NodeInfo {
+			slices.Reverse(nodes)
+			return nodes
+		}},
+		{name: "the list rotated by one", pod: l4, change: func(nodes []fwk.NodeInfo) []fwk.NodeInfo {
+			return append(nodes[1:], nodes[0])
+		}},
+		{name: "a node removed", pod: l4, change: func(nodes []fwk.NodeInfo) []fwk.NodeInfo {
+			return slices.Delete(nodes, 3, 4)
+		}},
+		{name: "a node in its place that the pod admits as well: same verdicts, another name", pod: l4, change: func(nodes []fwk.NodeInfo) []fwk.NodeInfo {
+			for j, ni := range nodes {
+				if ni.Node().Name == "n13" {
+					nodes[j] = nodeInfo(gpuNode("n31", "NVIDIA-L4", "4", nil))
+				}
+			}
+			return nodes
+		}},
+		{name: "a node added", pod: l4, change: func(nodes []fwk.NodeInfo) []fwk.NodeInfo {
+			return append(nodes, nodeInfo(gpuNode("n30", "NVIDIA-L4", "4", nil)))
+		}},
+		{name: "back to the other shape", pod: h100},
+	}
+	_, ctx := ktesting.NewTestContext(t)
+	kept := newPluginOrDefault(t, nil)
+	nodes := slices.Clone(fleet)
+	for _, step := range steps {
+		if step.change != nil {
+			nodes = step.change(nodes)
+		}
+		fresh := newPluginOrDefault(t, nil)
+		want, status := fresh.PreFilter(ctx, framework.NewCycleState(), step.pod, nodes)
+		if !status.IsSuccess() || want.AllNodes() {
+			t.Fatalf("%s: fresh PreFilter: %v, %v (the fleet must make a list)", step.name, status, want)
+		}
+		got, status := kept.PreFilter(ctx, framework.NewCycleState(), step.pod, nodes)
+		if !status.IsSuccess() || got.AllNodes() {
+			t.Fatalf("%s: PreFilter: %v, %v", step.name, status, got)
+		}
+		if diff := cmp.Diff(sets.List(want.NodeNames), sets.List(got.NodeNames)); diff != "" {
+			t.Errorf("%s: kept list (-fresh +kept):\n%s", step.name, diff)
+		}
+	}
+	if len(kept.lists) != 2 {
+		t.Errorf("kept %d lists, want one per shape (2)", len(kept.lists))
+	}
+}
+
+// TestListsHandedOutAreOwn: the set a cycle hands out is its own: the next
+// cycle's changes to the kept list do not show in it.
+func TestListsHandedOutAreOwn(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	pl := newPluginOrDefault(t, nil)
+	nodes := make([]fwk.NodeInfo, 10)
+	for i := range nodes {
+		nodes[i] = nodeInfo(gpuNode(fmt.Sprint("n", i), "NVIDIA-L4", "4", nil))
+	}
+	for _, name := range []string{"h1", "h2", "h3"} {
+		nodes = append(nodes, nodeInfo(gpuNode(name, "NVIDIA-H100-80GB-HBM3", "4", nil)))
+	}
+	pod := gpuPod("4", map[string]string{devices.AnnotationProducts: "NVIDIA-L4"})
+	first, _ := pl.PreFilter(ctx, framework.NewCycleState(), pod, nodes)
+	before := sets.List(first.NodeNames)
+	nodes[0] = infoWith(nodes[0].Node(), boundPod("b", "n0", "4", 0))
+	second, _ := pl.PreFilter(ctx, framework.NewCycleState(), pod, nodes)
+	if second.NodeNames.Has("n0") {
+		t.Fatalf("n0 is full, yet listed: %v", sets.List(second.NodeNames))
+	}
+	if diff := cmp.Diff(before, sets.List(first.NodeNames)); diff != "" {
+		t.Errorf("the first cycle's list changed (-before +after):\n%s", diff)
+	}
+}
