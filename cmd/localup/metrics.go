@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"math"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -62,56 +64,30 @@ func parseDevicefitMetrics(body string) (*devicefitMetrics, error) {
 		fragmentation: map[string]float64{}, placements: map[string]float64{},
 		rejections: map[string]float64{}, attempts: map[string]float64{},
 	}
-	byKey := map[[2]string]*deviceGauge{}
-	for _, s := range samples(families["devicefit_devices"]) {
-		key := [2]string{s.labels["resource"], s.labels["product"]}
-		g := byKey[key]
-		if g == nil {
-			g = &deviceGauge{resource: key[0], product: key[1]}
-			byKey[key] = g
-		}
-		switch s.labels["state"] {
-		case "allocatable":
-			g.allocatable = s.value
-		case "allocated":
-			g.allocated = s.value
-		case "free":
-			g.free = s.value
-		case "stranded":
-			g.stranded = s.value
-		}
-	}
-	for _, g := range byKey {
-		m.devices = append(m.devices, *g)
-	}
-	sort.Slice(m.devices, func(i, j int) bool {
-		a, b := m.devices[i], m.devices[j]
-		return a.resource < b.resource || a.resource == b.resource && a.product < b.product
-	})
-	sharesByKey := map[[2]string]*shareGauge{}
-	for _, s := range samples(families["devicefit_device_shares"]) {
-		key := [2]string{s.labels["resource"], s.labels["product"]}
-		g := sharesByKey[key]
-		if g == nil {
-			g = &shareGauge{resource: key[0], product: key[1]}
-			sharesByKey[key] = g
-		}
-		switch s.labels["state"] {
-		case "used":
-			g.used = s.value
-		case "free":
-			g.free = s.value
-		case "stranded":
-			g.stranded = s.value
-		}
-	}
-	for _, g := range sharesByKey {
-		m.shares = append(m.shares, *g)
-	}
-	sort.Slice(m.shares, func(i, j int) bool {
-		a, b := m.shares[i], m.shares[j]
-		return a.resource < b.resource || a.resource == b.resource && a.product < b.product
-	})
+	m.devices = byResourceProduct(families["devicefit_devices"], func(r, p string) deviceGauge { return deviceGauge{resource: r, product: p} },
+		func(g *deviceGauge, state string, v float64) {
+			switch state {
+			case "allocatable":
+				g.allocatable = v
+			case "allocated":
+				g.allocated = v
+			case "free":
+				g.free = v
+			case "stranded":
+				g.stranded = v
+			}
+		})
+	m.shares = byResourceProduct(families["devicefit_device_shares"], func(r, p string) shareGauge { return shareGauge{resource: r, product: p} },
+		func(g *shareGauge, state string, v float64) {
+			switch state {
+			case "used":
+				g.used = v
+			case "free":
+				g.free = v
+			case "stranded":
+				g.stranded = v
+			}
+		})
 	for _, s := range samples(families["devicefit_fragmentation_ratio"]) {
 		m.fragmentation[s.labels["resource"]] = s.value
 	}
@@ -129,6 +105,31 @@ func parseDevicefitMetrics(body string) (*devicefitMetrics, error) {
 		}
 	}
 	return m, nil
+}
+
+// byResourceProduct gathers a gauge family labelled resource, product and
+// state into one G per (resource, product), sorted by resource, then
+// product; set stores a state's value.
+func byResourceProduct[G any](f *dto.MetricFamily, newGauge func(resource, product string) G, set func(g *G, state string, v float64)) []G {
+	byKey := map[[2]string]*G{}
+	var keys [][2]string
+	for _, s := range samples(f) {
+		key := [2]string{s.labels["resource"], s.labels["product"]}
+		g := byKey[key]
+		if g == nil {
+			v := newGauge(key[0], key[1])
+			g = &v
+			byKey[key] = g
+			keys = append(keys, key)
+		}
+		set(g, s.labels["state"], s.value)
+	}
+	slices.SortFunc(keys, func(a, b [2]string) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
+	out := make([]G, len(keys))
+	for i, k := range keys {
+		out[i] = *byKey[k]
+	}
+	return out
 }
 
 type sample struct {

@@ -79,7 +79,11 @@ func BenchmarkFilter(b *testing.B) {
 // BenchmarkPreFilter is DeviceFit's PreFilter over a 5000-node fleet whose
 // nodes the cache already holds (the steady state): per pod, it validates,
 // matches the selector once per kind and names the candidate nodes.
-func BenchmarkPreFilter(b *testing.B) {
+func BenchmarkPreFilter(b *testing.B) { benchPreFilter(b, benchFleet, false) }
+
+// benchPreFilter runs PreFilter for an any-GPU and a two-product pod over
+// fleet(5000); listed: the result must name a candidate list.
+func benchPreFilter(b *testing.B, fleet func(int) []fwk.NodeInfo, listed bool) {
 	for _, tc := range []struct {
 		name string
 		pod  *v1.Pod
@@ -89,12 +93,13 @@ func BenchmarkPreFilter(b *testing.B) {
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			ctx, fit := benchPlugin(b)
-			nodes := benchFleet(5000)
+			nodes := fleet(5000)
 			b.ReportAllocs()
 			cpu := startCPU()
 			for b.Loop() {
-				if _, s := fit.PreFilter(ctx, framework.NewCycleState(), tc.pod, nodes); !s.IsSuccess() {
-					b.Fatal(s)
+				res, s := fit.PreFilter(ctx, framework.NewCycleState(), tc.pod, nodes)
+				if !s.IsSuccess() || listed && res.AllNodes() {
+					b.Fatal(s, res)
 				}
 			}
 			cpu.report(b)
@@ -129,29 +134,7 @@ func benchLoadedFleet(n int) []fwk.NodeInfo {
 // every full node is asked whether preemption could free devices there.
 // Each iteration binds no pod: the steady state of a job's identical
 // pods, between which one node changes.
-func BenchmarkPreFilterLoaded(b *testing.B) {
-	for _, tc := range []struct {
-		name string
-		pod  *v1.Pod
-	}{
-		{"any-gpu", gpuPod("1", nil)},
-		{"two-products", gpuPod("2", map[string]string{devices.AnnotationProducts: "NVIDIA-A100-SXM4-80GB,NVIDIA-L40S"})},
-	} {
-		b.Run(tc.name, func(b *testing.B) {
-			ctx, fit := benchPlugin(b)
-			nodes := benchLoadedFleet(5000)
-			b.ReportAllocs()
-			cpu := startCPU()
-			for b.Loop() {
-				res, s := fit.PreFilter(ctx, framework.NewCycleState(), tc.pod, nodes)
-				if !s.IsSuccess() || res.AllNodes() {
-					b.Fatal(s, res)
-				}
-			}
-			cpu.report(b)
-		})
-	}
-}
+func BenchmarkPreFilterLoaded(b *testing.B) { benchPreFilter(b, benchLoadedFleet, true) }
 
 // cpuClock is the process's CPU time (user + system, GC included) at the
 // start of a benchmark loop. On a shared machine ns/op counts the time the
