@@ -164,7 +164,17 @@ func (c *committedClaims) commit(pod types.UID, podName string) {
 
 // verify recomputes the committed state from the allocations: the sets
 // handed out by GatherAllocatedState must not have been written to.
+// Nothing may still be in flight then: a pod's allocation that commit
+// missed would count in the state (upstream's in-flight set) but make
+// every later cycle walk it again.
 func (c *committedClaims) verify() error {
+	inFlight, err := c.ResourceClaimTracker.GatherAllocatedState()
+	if err != nil {
+		return err
+	}
+	if n := len(inFlight.AllocatedDevices) + len(inFlight.AllocatedSharedDeviceIDs); n > 0 {
+		return fmt.Errorf("%d allocated devices or shares are still in flight after the replay: the replay did not commit them", n)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	dedicated, shared, consumed := sets.New[structured.DeviceID](), sets.New[structured.SharedDeviceID](), structured.NewConsumedCapacityCollection()
