@@ -36,6 +36,8 @@ type SchedulerOptions struct {
 	Token string
 	// ReadyTimeout bounds the wait for /readyz; 90s if zero.
 	ReadyTimeout time.Duration
+	// Args are flags passed after --v=2.
+	Args []string
 }
 
 // SchedulerConfig renders the deployed KubeSchedulerConfiguration into
@@ -70,7 +72,7 @@ func (e *Env) StartScheduler(ctx context.Context, o SchedulerOptions) (*Schedule
 		Dir:        e.Dir,
 		Name:       o.Name,
 		Token:      o.Token,
-		ExtraArgs:  []string{"--v=2"},
+		ExtraArgs:  append([]string{"--v=2"}, o.Args...),
 	})
 	if err != nil {
 		return nil, err

@@ -30,16 +30,24 @@ const (
 )
 
 // draOrphanWait bounds the wait for the pods after a scheduler died or
-// stopped with DRA-backed pods in flight: 7 minutes, not 3. A pod whose
-// binding the old scheduler had begun keeps the claim that scheduler
-// created for its nvidia.com/gpu (PreBind writes the claim, then its
-// allocation, then binds). The new scheduler's DynamicResources finds
-// that claim, deletes it in PostFilter ("deletion of ResourceClaim
-// completed") and leaves the pod unschedulable for the cycle; the deleted
-// claim had no allocation yet, so DynamicResources' queueing hint skips
-// the event (upstream, v1.37.2) and the pod waits for the 5-minute flush
-// of unschedulable pods, then binds.
-const draOrphanWait = 7 * time.Minute
+// stopped with DRA-backed pods in flight. A pod whose binding the old
+// scheduler had begun keeps the claim that scheduler created for its
+// nvidia.com/gpu (PreBind writes the claim, then its allocation, then
+// binds). The new scheduler's DynamicResources finds that claim, deletes
+// it in PostFilter ("deletion of ResourceClaim completed") and leaves the
+// pod unschedulable for the cycle; the deleted claim had no allocation
+// yet, so DynamicResources' queueing hint skips the event (upstream,
+// v1.37.2) and the pod waits for the flush of unschedulable pods, then
+// binds. The scheduler that takes over runs with orphanFlush, so the wait
+// is a minute and a half at most, not the default 5 minutes.
+const draOrphanWait = 3 * time.Minute
+
+// orphanFlush shortens the flush of unschedulable pods (upstream's
+// deprecated but working flag; 5 minutes by default) for the schedulers
+// that take over from one that left DRA pods in flight. Only those: the
+// churn tests check that a queueing hint, not the flush, requeues a pod
+// within a minute, which a short flush would hide.
+const orphanFlush = "--pod-max-in-unschedulable-pods-duration=60s"
 
 // draControllers are the kube-controller-manager controllers DRA needs.
 var draControllers = []string{"resourceclaim-controller", "garbage-collector-controller"}

@@ -49,7 +49,7 @@ func TestLeaderFailover(t *testing.T) {
 	// only they can serve: DRA-backed nvidia.com/gpu and claims.
 	registerDRANodes(t, group, "failover-dra", 4)
 	cfg := schedulerConfig(t, "failover", fastLease)
-	r := startReplicas(t, cfg, "scheduler-failover")
+	r := startReplicas(t, cfg, "scheduler-failover", orphanFlush)
 	leader, standby, oldHolder := r.leader, r.standby, r.holder
 	t.Logf("%s leads (lease holder %s, %d transitions so far); %s stands by", leader.Name, oldHolder, r.transitions, standby.Name)
 

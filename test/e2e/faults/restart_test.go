@@ -40,7 +40,7 @@ func TestSchedulerRestart(t *testing.T) {
 			stopped, boundBefore := time.Now(), st.w.boundIn(st.ns)
 			tc.stop(first)
 			boundAtStop := st.w.boundIn(st.ns)
-			second := startScheduler(t, cfg, "scheduler-restart-"+tc.name+"-2")
+			second := startScheduler(t, cfg, "scheduler-restart-"+tc.name+"-2", orphanFlush)
 			waitLeader(t, second)
 			t.Logf("%s: stopped with %d of %d pods bound (%d when it had exited); the new process leads %.1fs after the stop",
 				tc.name, boundBefore, stream.pods, boundAtStop, time.Since(stopped).Seconds())

@@ -35,11 +35,11 @@ type replicas struct {
 	transitions int32
 }
 
-// startReplicas starts <prefix>-a and <prefix>-b with cfg, waits until
-// one of them leads and reads the lease.
-func startReplicas(t *testing.T, cfg *e2eutil.SchedulerConfig, prefix string) replicas {
+// startReplicas starts <prefix>-a and <prefix>-b with cfg and args,
+// waits until one of them leads and reads the lease.
+func startReplicas(t *testing.T, cfg *e2eutil.SchedulerConfig, prefix string, args ...string) replicas {
 	t.Helper()
-	r := replicas{a: startScheduler(t, cfg, prefix+"-a"), b: startScheduler(t, cfg, prefix+"-b")}
+	r := replicas{a: startScheduler(t, cfg, prefix+"-a", args...), b: startScheduler(t, cfg, prefix+"-b", args...)}
 	r.leader, r.standby = waitLeader(t, r.a, r.b), r.a
 	if r.leader == r.a {
 		r.standby = r.b

@@ -51,10 +51,10 @@ func schedulerConfig(t *testing.T, name string, timings *leaseTimings) *e2eutil.
 // startScheduler starts a scheduler process named name with cfg
 // (Env.RunScheduler: its log is <dir>/<name>.log, it is stopped when the
 // test ends); its Get authenticates as the admin, for /metrics.
-func startScheduler(t *testing.T, cfg *e2eutil.SchedulerConfig, name string) *scheduler {
+func startScheduler(t *testing.T, cfg *e2eutil.SchedulerConfig, name string, args ...string) *scheduler {
 	t.Helper()
 	return &scheduler{env.RunScheduler(t, e2eutil.SchedulerOptions{
-		Name: name, Config: cfg, Token: env.CP.AdminToken, ReadyTimeout: 2 * time.Minute,
+		Name: name, Config: cfg, Token: env.CP.AdminToken, ReadyTimeout: 2 * time.Minute, Args: args,
 	})}
 }
 
