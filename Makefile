@@ -82,16 +82,18 @@ $(BIN)/kubectl: go.mod go.sum
 	$(GO) build -ldflags '$(KUBE_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kubectl
 	@touch $@
 
-# helm (charts/devicefit, test-chart) comes from a tools module of its own:
-# helm v4 pins its own k8s.io/* versions, which must not move the main
-# module's (replace directives at v0.37.2). The version is read from that
-# go.mod so that `helm version` reports it. A cold build (empty GOCACHE; it
-# shares nothing with the main module's k8s.io/* v0.37.2 builds) took 634 s
-# on 2 cores that other builds were also using (2026-12-02); only test-chart
-# and test-e2e need it, not build or run.
+# helm (charts/devicefit, test-chart) comes from a tools module of its own,
+# so helm's other dependencies stay out of the main module's go.mod; the
+# version is read from that go.mod so that `helm version` reports it.
+# hack/align-helm-module.sh keeps that module on the main module's versions
+# of what both use (k8s.io/* v0.37.2, golang.org/x/*, ...; verify-tidy
+# checks it), and the build has no -trimpath, so bin/helm reuses the
+# packages `go vet ./...` compiled. Unaligned, a cold build took 634 s on 2
+# cores other builds were also using (2026-12-02); only test-chart and
+# test-e2e need it, not build or run.
 HELM_MOD := hack/tools/helm
 $(BIN)/helm: $(HELM_MOD)/go.mod $(HELM_MOD)/go.sum
-	cd $(HELM_MOD) && $(GO) build -trimpath \
+	cd $(HELM_MOD) && $(GO) build \
 		-ldflags "-X helm.sh/helm/v4/internal/version.version=$$($(GO) list -m -f '{{.Version}}' helm.sh/helm/v4)" \
 		-o $(abspath $@) helm.sh/helm/v4/cmd/helm
 	@touch $@
@@ -399,10 +401,12 @@ verify-gofmt:
 verify-vet:
 	$(GO) vet ./...
 
-# The helm tools module too: its go.sum must stay complete for $(BIN)/helm.
+# The helm tools module too: its go.sum must stay complete for $(BIN)/helm,
+# and its versions the main module's (hack/align-helm-module.sh).
 verify-tidy:
 	$(GO) mod tidy -diff
 	cd $(HELM_MOD) && $(GO) mod tidy -diff
+	hack/align-helm-module.sh --verify
 
 # The deepcopy, conversion and defaulting code of pkg/apis
 # (zz_generated.*.go) comes from k8s.io/code-generator, a tool of go.mod, as

@@ -108,13 +108,13 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
-	k8s.io/api v0.37.1 // indirect
+	k8s.io/api v0.37.2 // indirect
 	k8s.io/apiextensions-apiserver v0.37.1 // indirect
-	k8s.io/apimachinery v0.37.1 // indirect
-	k8s.io/apiserver v0.37.1 // indirect
-	k8s.io/cli-runtime v0.37.1 // indirect
-	k8s.io/client-go v0.37.1 // indirect
-	k8s.io/component-base v0.37.1 // indirect
+	k8s.io/apimachinery v0.37.2 // indirect
+	k8s.io/apiserver v0.37.2 // indirect
+	k8s.io/cli-runtime v0.37.2 // indirect
+	k8s.io/client-go v0.37.2 // indirect
+	k8s.io/component-base v0.37.2 // indirect
 	k8s.io/klog/v2 v2.140.0 // indirect
 	k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad // indirect
 	k8s.io/kubectl v0.37.1 // indirect
@@ -128,3 +128,77 @@ require (
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
+
+replace cloud.google.com/go/compute/metadata => cloud.google.com/go/compute/metadata v0.9.0
+
+replace github.com/Masterminds/semver/v3 => github.com/Masterminds/semver/v3 v3.4.0
+
+replace github.com/go-errors/errors => github.com/go-errors/errors v1.4.2
+
+replace github.com/go-logr/logr => github.com/go-logr/logr v1.4.3
+
+replace github.com/google/gnostic-models => github.com/google/gnostic-models v0.7.0
+
+replace github.com/google/gofuzz => github.com/google/gofuzz v1.0.0
+
+replace github.com/mailru/easyjson => github.com/mailru/easyjson v0.7.7
+
+replace github.com/onsi/gomega => github.com/onsi/gomega v1.40.0
+
+replace github.com/stretchr/testify => github.com/stretchr/testify v1.11.1
+
+replace go.yaml.in/yaml/v3 => go.yaml.in/yaml/v3 v3.0.4
+
+replace golang.org/x/crypto => golang.org/x/crypto v0.54.0
+
+replace golang.org/x/mod => golang.org/x/mod v0.37.0
+
+replace golang.org/x/net => golang.org/x/net v0.57.0
+
+replace golang.org/x/sync => golang.org/x/sync v0.22.0
+
+replace golang.org/x/sys => golang.org/x/sys v0.47.0
+
+replace golang.org/x/term => golang.org/x/term v0.45.0
+
+replace golang.org/x/text => golang.org/x/text v0.40.0
+
+replace golang.org/x/tools => golang.org/x/tools v0.47.0
+
+replace golang.org/x/tools/go/expect => golang.org/x/tools/go/expect v0.1.1-deprecated
+
+replace google.golang.org/genproto/googleapis/api => google.golang.org/genproto/googleapis/api v0.0.0-20260526163538-3dc84a4a5aaa
+
+replace google.golang.org/genproto/googleapis/rpc => google.golang.org/genproto/googleapis/rpc v0.0.0-20260526163538-3dc84a4a5aaa
+
+replace google.golang.org/grpc => google.golang.org/grpc v1.82.1
+
+replace google.golang.org/protobuf => google.golang.org/protobuf v1.36.12-0.20260120151049-f2248ac996af
+
+replace k8s.io/api => k8s.io/api v0.37.2
+
+replace k8s.io/apiextensions-apiserver => k8s.io/apiextensions-apiserver v0.37.2
+
+replace k8s.io/apimachinery => k8s.io/apimachinery v0.37.2
+
+replace k8s.io/apiserver => k8s.io/apiserver v0.37.2
+
+replace k8s.io/cli-runtime => k8s.io/cli-runtime v0.37.2
+
+replace k8s.io/client-go => k8s.io/client-go v0.37.2
+
+replace k8s.io/code-generator => k8s.io/code-generator v0.37.2
+
+replace k8s.io/component-base => k8s.io/component-base v0.37.2
+
+replace k8s.io/component-helpers => k8s.io/component-helpers v0.37.2
+
+replace k8s.io/kms => k8s.io/kms v0.37.2
+
+replace k8s.io/kubectl => k8s.io/kubectl v0.37.2
+
+replace k8s.io/metrics => k8s.io/metrics v0.37.2
+
+replace k8s.io/streaming => k8s.io/streaming v0.37.2
+
+replace sigs.k8s.io/kustomize/kyaml => sigs.k8s.io/kustomize/kyaml v0.21.1
