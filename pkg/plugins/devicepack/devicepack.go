@@ -58,6 +58,14 @@ type DevicePack struct {
 	dra *dra.Tracker
 	// resourcesKey names the device resources (shared.ResourcesKey).
 	resourcesKey string
+
+	// groups is the distribution of pod-group shapes PlacementScore counts
+	// domains against (placement.go); placementMu lets one of a cycle's
+	// parallel ScorePlacement calls build the cycle's domains.
+	groups      *groupShapes
+	placementMu sync.Mutex
+	// listNodes overrides the snapshot's node list (tests).
+	listNodes func() ([]fwk.NodeInfo, error)
 }
 
 type weights struct {
@@ -100,6 +108,7 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 		},
 		workload: w,
 		dra:      dra.NewTracker(),
+		groups:   newGroupShapes(args.Workload.HalfLifePods),
 
 		resourcesKey: shared.ResourcesKey(args.DeviceResources),
 	}

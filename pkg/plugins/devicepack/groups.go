@@ -1,0 +1,76 @@
+package devicepack
+
+import (
+	"math"
+	"sort"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/devicefit/devicefit/pkg/devices"
+)
+
+// groupShapes is the distribution of the pod groups that arrive, by shape
+// (resource, pods, devices per pod): each group DevicePack places is
+// recorded once (by its key), weighted 2^(n/halfLife) for the n-th, as the
+// node-level workload weighs pods, so that the mix follows the groups that
+// come now. ScorePlacement counts the domains they could no longer use.
+type groupShapes struct {
+	mu       sync.Mutex
+	halfLife float64
+	weights  map[shapeKey]float64
+	n, scale float64
+	seen     seenSet
+}
+
+type shapeKey struct {
+	resource     v1.ResourceName
+	pods, perPod int64
+}
+
+func newGroupShapes(halfLife int64) *groupShapes {
+	return &groupShapes{
+		halfLife: float64(max(halfLife, 1)),
+		weights:  map[shapeKey]float64{},
+		scale:    1,
+		seen:     newSeenSet(1 << 14),
+	}
+}
+
+// observe records group key's shape once and returns the distribution,
+// heaviest first (ties by key: deterministic).
+func (g *groupShapes) observe(key string, s devices.GroupShape) []devices.GroupShape {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if s.Pods > 0 && s.PerPod > 0 && g.seen.insert(key) {
+		g.weights[shapeKey{s.Resource, s.Pods, s.PerPod}] += g.scale
+		g.n++
+		g.scale = math.Exp2(g.n / g.halfLife)
+		if g.scale > rescaleAt {
+			for k := range g.weights {
+				g.weights[k] /= g.scale
+			}
+			g.n, g.scale = 0, 1
+		}
+	}
+	out := make([]devices.GroupShape, 0, len(g.weights))
+	for k, w := range g.weights {
+		out = append(out, devices.GroupShape{Resource: k.resource, Pods: k.pods, PerPod: k.perPod, Weight: w})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		switch {
+		case a.Weight != b.Weight:
+			return a.Weight > b.Weight
+		case a.Resource != b.Resource:
+			return a.Resource < b.Resource
+		case a.Pods != b.Pods:
+			return a.Pods < b.Pods
+		}
+		return a.PerPod < b.PerPod
+	})
+	if len(out) > maxClasses {
+		out = out[:maxClasses]
+	}
+	return out
+}
