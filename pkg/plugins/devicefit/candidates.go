@@ -134,17 +134,18 @@ func (s *preFilterState) scan(pod *v1.Pod, nodes []fwk.NodeInfo) {
 // addFree adds the node's free devices to s.free, by kind: what DevicePack
 // counts for scarcity over the whole cluster, gathered on this walk so
 // that it need not walk again (pkg/plugins/shared). The counts are
-// remembered per node info generation (NodeDevices.FreeAt): scarcity is a
-// weight, and reading every node's request map per pod was most of this
-// walk's cost.
+// remembered per node info state (NodeDevices.FreeAt: generation, pod
+// count, last pod; the generation alone misses the pods a pod-group cycle
+// assumes and forgets): reading every node's request map per pod was most
+// of this walk's cost.
 func (s *preFilterState) addFree(ni fwk.NodeInfo, e *devices.NodeDevices) {
 	if s.free == nil || e == nil || !e.HasDevices() {
 		return
 	}
-	gen := ni.GetGeneration()
-	free, ok := e.FreeAt(gen)
+	key := freeKey(ni)
+	free, ok := e.FreeAt(key)
 	if !ok {
-		free = e.RememberFree(gen, ni.GetRequested().GetScalarResources())
+		free = e.RememberFree(key, ni.GetRequested().GetScalarResources())
 	}
 	for i := range e.Devices {
 		d := &e.Devices[i]
@@ -153,6 +154,17 @@ func (s *preFilterState) addFree(ni fwk.NodeInfo, e *devices.NodeDevices) {
 		}
 		s.free[d.Kind] += free[i]
 	}
+}
+
+// freeKey is the node info's state as far as its requests go
+// (devices.FreeKey).
+func freeKey(ni fwk.NodeInfo) devices.FreeKey {
+	pods := ni.GetPods()
+	k := devices.FreeKey{Generation: ni.GetGeneration(), Pods: len(pods)}
+	if len(pods) > 0 {
+		k.Last = pods[len(pods)-1]
+	}
+	return k
 }
 
 // exclusion says why candidates leaves a node out: below numMismatches it is
