@@ -1,0 +1,216 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	featuregatetesting "k8s.io/component-base/featuregate/testing"
+	"k8s.io/kubernetes/pkg/features"
+	testutil "k8s.io/kubernetes/test/integration/util"
+)
+
+// cliqueLabel is the GFD label of a multi-node NVLink domain (the NVLink
+// fabric's cluster UUID and clique ID), the topology key gangs ask for.
+const cliqueLabel = "nvidia.com/gpu.clique"
+
+// TestGangs runs pod groups (scheduling.k8s.io/v1beta1 Workload and PodGroup)
+// through the scheduler's pod-group cycle, on an apiserver of its own: the
+// gates must be on before the apiserver starts (InitTestAPIServer then
+// enables scheduling.k8s.io/v1beta1 through --runtime-config, and the API
+// admits schedulingConstraints) and before the profiles are defaulted
+// (GangScheduling, TopologyPlacementGenerator and PodGroupPodsCount join the
+// default plugins then).
+//
+// Run: go test ./test/integration/ -count=1 -run TestGangs [-v]
+func TestGangs(t *testing.T) {
+	featuregatetesting.SetFeatureGatesDuringTest(t, utilfeature.DefaultFeatureGate, featuregatetesting.FeatureOverrides{
+		features.GenericWorkload:                 true,
+		features.TopologyAwareWorkloadScheduling: true,
+	})
+	api := startAPIServer(t)
+	t.Run("CliqueChoice", func(t *testing.T) { testCliqueChoice(t, api.suite(t, "gangs")) })
+}
+
+// testCliqueChoice: two NVLink cliques of 8-GPU nodes can each take a gang
+// of 4 pods × 8 GPUs. Clique a has six nodes, two of them full; clique b
+// has five untouched nodes, each with less CPU (32 cores against 128).
+//
+// devicefit (the deployed profile) puts the gang in a, which it fills, and
+// keeps b whole: the next gang, 5 × 8 GPUs, fits in b. The upstream default
+// profile scores placements with NodeResourcesFit's MostAllocated over CPU
+// and memory (its gang pods ask for 24 cores each: 60% of b's CPU, 13% of
+// a's), takes b and leaves one free node there and four in a: the 5 × 8 gang
+// finds no clique.
+func testCliqueChoice(t *testing.T, c *cluster) {
+	const gpusPerNode = 8
+	for i := range 6 {
+		c.createNode(t, nodeSpec{name: fmt.Sprintf("clique-a-%d", i), labels: cliqueLabels("a", gpusPerNode), devices: devs(gpu, gpusPerNode)})
+	}
+	for i := range 5 {
+		c.createNode(t, nodeSpec{name: fmt.Sprintf("clique-b-%d", i), labels: cliqueLabels("b", gpusPerNode), devices: devs(gpu, gpusPerNode), cpu: "32"})
+	}
+	// Two earlier jobs fill clique-a-0 and clique-a-1 (bound at creation).
+	busy := testutil.WithNewNamespace(t, c.TestContext, "busy").NS.Name
+	t.Cleanup(func() { c.deletePodsAndWait(t, busy) })
+	for i := range 2 {
+		c.createPod(t, busy, podSpec{name: podName("busy", i), nodeName: fmt.Sprintf("clique-a-%d", i),
+			devices: map[v1.ResourceName]int64{gpu: gpusPerNode, v1.ResourceCPU: 1}})
+	}
+
+	deployed := loadDeployedProfiles(t)
+	upstream := configtestingProfile(t, spreadSchedulerName)
+	c.startSchedulerWithProfiles(t, append(deployed, upstream)...)
+	if err := testutil.WaitForNodesInCache(c.Ctx, c.Scheduler, 11); err != nil {
+		t.Fatalf("scheduler cache: %v", err)
+	}
+
+	// run submits the 4 × 8 gang, waits for it, then the 5 × 8 gang, to
+	// profile sched; it returns the cliques of the first gang's pods and
+	// those of the second's (nil when it was not bound).
+	run := func(t *testing.T, sched string) (first, second []string) {
+		ns := testutil.WithNewNamespace(t, c.TestContext, "gang").NS.Name
+		t.Cleanup(func() { c.deletePodsAndWait(t, ns) })
+		big := c.createGang(t, ns, sched, "train-4x8", 4, gpusPerNode)
+		outcomes := c.waitForOutcomes(t, ns, big)
+		for _, name := range big {
+			if outcomes[name].node == "" {
+				t.Fatalf("%s: gang pod %s %v, want bound", sched, name, outcomes[name])
+			}
+		}
+		first = c.cliquesOf(t, ns, big)
+		// The pod-group cycle, not pod-by-pod scheduling, placed them.
+		if cond := c.podGroupScheduled(t, ns, "train-4x8-workers"); cond == nil || cond.Status != metav1.ConditionTrue {
+			t.Errorf("%s: PodGroup train-4x8-workers condition %s = %v, want True", sched, schedulingv1beta1.PodGroupInitiallyScheduled, cond)
+		}
+		next := c.createGang(t, ns, sched, "train-5x8", 5, gpusPerNode)
+		outcomes = c.waitForOutcomes(t, ns, next)
+		var bound int
+		for _, name := range next {
+			if outcomes[name].node != "" {
+				bound++
+			}
+		}
+		switch bound {
+		case len(next):
+			second = c.cliquesOf(t, ns, next)
+		case 0:
+			if cond := c.podGroupScheduled(t, ns, "train-5x8-workers"); cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != schedulingv1beta1.PodGroupReasonUnschedulable {
+				t.Errorf("%s: PodGroup train-5x8-workers condition %s = %v, want False/%s", sched, schedulingv1beta1.PodGroupInitiallyScheduled, cond, schedulingv1beta1.PodGroupReasonUnschedulable)
+			}
+		default:
+			t.Errorf("%s: %d of the 5 pods of the second gang bound: gangs bind all or nothing", sched, bound)
+		}
+		return first, second
+	}
+
+	t.Run("devicefit fills the used clique and keeps b whole", func(t *testing.T) {
+		first, second := run(t, schedulerName)
+		if want := []string{"a", "a", "a", "a"}; !equal(first, want) {
+			t.Errorf("4 x 8 gang in cliques %v, want %v", first, want)
+		}
+		if want := []string{"b", "b", "b", "b", "b"}; !equal(second, want) {
+			t.Errorf("5 x 8 gang in cliques %v, want %v", second, want)
+		}
+	})
+	t.Run("upstream default breaks the untouched clique", func(t *testing.T) {
+		first, second := run(t, spreadSchedulerName)
+		if want := []string{"b", "b", "b", "b"}; !equal(first, want) {
+			t.Errorf("4 x 8 gang in cliques %v, want %v", first, want)
+		}
+		if second != nil {
+			t.Errorf("5 x 8 gang bound in cliques %v, want unschedulable (no clique has 5 free nodes)", second)
+		}
+	})
+}
+
+// cliqueLabels: GFD labels of an H100 node in NVLink clique id.
+func cliqueLabels(id string, count int) map[string]string {
+	l := gfdLabels(modelH100, count)
+	l[cliqueLabel] = id
+	return l
+}
+
+// createGang creates a Workload with one gang template (minCount pods, all
+// in one clique), its PodGroup and pods pods of perPod GPUs and 24 cores
+// each, for profile sched; it returns the pods' names.
+func (c *cluster) createGang(t *testing.T, ns, sched, name string, pods int, perPod int64) []string {
+	t.Helper()
+	policy := schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: int32(pods)}}
+	constraints := &schedulingv1beta1.PodGroupSchedulingConstraints{
+		Topology: []schedulingv1beta1.TopologyConstraint{{Key: cliqueLabel}},
+	}
+	wl := &schedulingv1beta1.Workload{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: schedulingv1beta1.WorkloadSpec{PodGroupTemplates: []schedulingv1beta1.PodGroupTemplate{{
+			Name: "workers", SchedulingPolicy: policy, SchedulingConstraints: constraints,
+		}}},
+	}
+	if _, err := c.ClientSet.SchedulingV1beta1().Workloads(ns).Create(c.Ctx, wl, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating Workload %s/%s: %v", ns, name, err)
+	}
+	pg := &schedulingv1beta1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Name: name + "-workers", Namespace: ns},
+		Spec: schedulingv1beta1.PodGroupSpec{
+			WorkloadRef:           &schedulingv1beta1.WorkloadReference{WorkloadName: name, TemplateName: "workers"},
+			SchedulingPolicy:      policy,
+			SchedulingConstraints: constraints,
+		},
+	}
+	if _, err := c.ClientSet.SchedulingV1beta1().PodGroups(ns).Create(c.Ctx, pg, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating PodGroup %s/%s: %v", ns, pg.Name, err)
+	}
+	var names []string
+	for i := range pods {
+		p := c.createPod(t, ns, podSpec{name: podName(name, i), schedulerName: sched, podGroup: pg.Name,
+			devices: map[v1.ResourceName]int64{gpu: perPod, v1.ResourceCPU: 24}})
+		names = append(names, p.Name)
+	}
+	return names
+}
+
+// podGroupScheduled waits for the PodGroup's PodGroupInitiallyScheduled
+// condition (the scheduler patches it after the group's cycle) and returns
+// it; nil when it did not come within waitTimeout.
+func (c *cluster) podGroupScheduled(t *testing.T, ns, name string) *metav1.Condition {
+	t.Helper()
+	var cond *metav1.Condition
+	_ = wait.PollUntilContextTimeout(c.Ctx, pollInterval, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		pg, err := c.ClientSet.SchedulingV1beta1().PodGroups(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		cond = apimeta.FindStatusCondition(pg.Status.Conditions, schedulingv1beta1.PodGroupInitiallyScheduled)
+		return cond != nil, nil
+	})
+	return cond
+}
+
+// cliquesOf returns the clique label of each named pod's node, sorted.
+func (c *cluster) cliquesOf(t *testing.T, ns string, pods []string) []string {
+	t.Helper()
+	var out []string
+	for _, name := range pods {
+		pod, err := c.ClientSet.CoreV1().Pods(ns).Get(c.Ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		node, err := c.ClientSet.CoreV1().Nodes().Get(c.Ctx, pod.Spec.NodeName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, node.Labels[cliqueLabel])
+	}
+	sort.Strings(out)
+	return out
+}
+
+func equal(a, b []string) bool { return strings.Join(a, ",") == strings.Join(b, ",") }
