@@ -49,7 +49,8 @@ func TestGangs(t *testing.T) {
 // profile scores placements with NodeResourcesFit's MostAllocated over CPU
 // and memory (its gang pods ask for 24 cores each: 60% of b's CPU, 13% of
 // a's), takes b and leaves one free node there and four in a: the 5 × 8 gang
-// finds no clique.
+// finds no clique (all or nothing: none of its pods binds), until the first
+// gang leaves: then it is requeued and takes b.
 func testCliqueChoice(t *testing.T, c *cluster) {
 	const gpusPerNode = 8
 	for i := range 6 {
@@ -74,25 +75,28 @@ func testCliqueChoice(t *testing.T, c *cluster) {
 	}
 
 	// run submits the 4 × 8 gang, waits for it, then the 5 × 8 gang, to
-	// profile sched; it returns the cliques of the first gang's pods and
-	// those of the second's (nil when it was not bound).
-	run := func(t *testing.T, sched string) (first, second []string) {
-		ns := testutil.WithNewNamespace(t, c.TestContext, "gang").NS.Name
-		t.Cleanup(func() { c.deletePodsAndWait(t, ns) })
-		big := c.createGang(t, ns, sched, "train-4x8", 4, gpusPerNode)
-		outcomes := c.waitForOutcomes(t, ns, big)
+	// profile sched, each in a namespace of its own; it returns the cliques
+	// of the first gang's pods and those of the second's (nil when it was
+	// not bound), and the namespaces.
+	run := func(t *testing.T, sched string) (first, second []string, ns1, ns2 string) {
+		ns1 = testutil.WithNewNamespace(t, c.TestContext, "gang").NS.Name
+		t.Cleanup(func() { c.deletePodsAndWait(t, ns1) })
+		ns2 = testutil.WithNewNamespace(t, c.TestContext, "gang").NS.Name
+		t.Cleanup(func() { c.deletePodsAndWait(t, ns2) })
+		big := c.createGang(t, ns1, sched, "train-4x8", 4, gpusPerNode)
+		outcomes := c.waitForOutcomes(t, ns1, big)
 		for _, name := range big {
 			if outcomes[name].node == "" {
 				t.Fatalf("%s: gang pod %s %v, want bound", sched, name, outcomes[name])
 			}
 		}
-		first = c.cliquesOf(t, ns, big)
+		first = c.cliquesOf(t, ns1, big)
 		// The pod-group cycle, not pod-by-pod scheduling, placed them.
-		if cond := c.podGroupScheduled(t, ns, "train-4x8-workers"); cond == nil || cond.Status != metav1.ConditionTrue {
+		if cond := c.podGroupScheduled(t, ns1, "train-4x8-workers"); cond == nil || cond.Status != metav1.ConditionTrue {
 			t.Errorf("%s: PodGroup train-4x8-workers condition %s = %v, want True", sched, schedulingv1beta1.PodGroupInitiallyScheduled, cond)
 		}
-		next := c.createGang(t, ns, sched, "train-5x8", 5, gpusPerNode)
-		outcomes = c.waitForOutcomes(t, ns, next)
+		next := c.createGang(t, ns2, sched, "train-5x8", 5, gpusPerNode)
+		outcomes = c.waitForOutcomes(t, ns2, next)
 		var bound int
 		for _, name := range next {
 			if outcomes[name].node != "" {
@@ -101,19 +105,19 @@ func testCliqueChoice(t *testing.T, c *cluster) {
 		}
 		switch bound {
 		case len(next):
-			second = c.cliquesOf(t, ns, next)
+			second = c.cliquesOf(t, ns2, next)
 		case 0:
-			if cond := c.podGroupScheduled(t, ns, "train-5x8-workers"); cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != schedulingv1beta1.PodGroupReasonUnschedulable {
+			if cond := c.podGroupScheduled(t, ns2, "train-5x8-workers"); cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != schedulingv1beta1.PodGroupReasonUnschedulable {
 				t.Errorf("%s: PodGroup train-5x8-workers condition %s = %v, want False/%s", sched, schedulingv1beta1.PodGroupInitiallyScheduled, cond, schedulingv1beta1.PodGroupReasonUnschedulable)
 			}
 		default:
 			t.Errorf("%s: %d of the 5 pods of the second gang bound: gangs bind all or nothing", sched, bound)
 		}
-		return first, second
+		return first, second, ns1, ns2
 	}
 
 	t.Run("devicefit fills the used clique and keeps b whole", func(t *testing.T) {
-		first, second := run(t, schedulerName)
+		first, second, _, _ := run(t, schedulerName)
 		if want := []string{"a", "a", "a", "a"}; !equal(first, want) {
 			t.Errorf("4 x 8 gang in cliques %v, want %v", first, want)
 		}
@@ -122,12 +126,18 @@ func testCliqueChoice(t *testing.T, c *cluster) {
 		}
 	})
 	t.Run("upstream default breaks the untouched clique", func(t *testing.T) {
-		first, second := run(t, spreadSchedulerName)
+		first, second, ns1, ns2 := run(t, spreadSchedulerName)
 		if want := []string{"b", "b", "b", "b"}; !equal(first, want) {
 			t.Errorf("4 x 8 gang in cliques %v, want %v", first, want)
 		}
 		if second != nil {
-			t.Errorf("5 x 8 gang bound in cliques %v, want unschedulable (no clique has 5 free nodes)", second)
+			t.Fatalf("5 x 8 gang bound in cliques %v, want unschedulable (no clique has 5 free nodes)", second)
+		}
+		// The unschedulable gang is requeued when the first one leaves, and
+		// takes clique b whole.
+		c.deletePodsAndWait(t, ns1)
+		if got, want := c.waitForGangBound(t, ns2, "train-5x8", 5), []string{"b", "b", "b", "b", "b"}; !equal(got, want) {
+			t.Errorf("after the 4 x 8 gang left: 5 x 8 gang in cliques %v, want %v", got, want)
 		}
 	})
 }
@@ -192,6 +202,29 @@ func (c *cluster) podGroupScheduled(t *testing.T, ns, name string) *metav1.Condi
 		return cond != nil, nil
 	})
 	return cond
+}
+
+// waitForGangBound waits until all pods of the gang created by createGang
+// (name, pods) are bound and returns their cliques, sorted.
+func (c *cluster) waitForGangBound(t *testing.T, ns, name string, pods int) []string {
+	t.Helper()
+	names := make([]string, pods)
+	for i := range names {
+		names[i] = podName(name, i)
+	}
+	err := wait.PollUntilContextTimeout(c.Ctx, pollInterval, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		for _, n := range names {
+			pod, err := c.ClientSet.CoreV1().Pods(ns).Get(ctx, n, metav1.GetOptions{})
+			if err != nil || pod.Spec.NodeName == "" {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for gang %s/%s to bind: %v", ns, name, err)
+	}
+	return c.cliquesOf(t, ns, names)
 }
 
 // cliquesOf returns the clique label of each named pod's node, sorted.
