@@ -18,6 +18,13 @@ var (
 	_ fwk.PlacementScoreExtensions = &DevicePack{}
 )
 
+// podsPlaced is what one more pod placed adds to a placement's raw score:
+// more than the other terms can differ by. With weights of at most 100
+// (validation), fragmentation and best fit stay below 2000·100 per device
+// resource and product value below 1000·100 per device taken: a group of
+// 10^4 devices stays below 10^9 ≈ 2^30.
+const podsPlaced = 1 << 40
+
 // domainsStateKey holds, in the PodGroupCycleState, the cluster's domains as
 // the pod-group cycle found them (domainsState).
 const domainsStateKey fwk.StateKey = "PlacementScore" + Name
@@ -67,6 +74,11 @@ func (s *domainsState) Clone() fwk.StateData { return s }
 //
 // A group without a topology key, or a placement spanning several domains,
 // scores 0 on fragmentation and best fit (no domain to keep whole).
+//
+// Above all terms, a placement that places more of the group's pods ranks
+// higher (podsPlaced per pod): a gang of minCount 4 with 6 pods would
+// otherwise look less fragmenting with 4 of them placed than with 6, and
+// DevicePack's weight would outvote PodGroupPodsCount, which counts them.
 func (pl *DevicePack) ScorePlacement(ctx context.Context, state fwk.PlacementCycleState, podGroup fwk.PodGroupInfo, placement *fwk.PodGroupAssignments) (int64, *fwk.Status) {
 	if placement == nil || placement.Placement == nil {
 		return 0, nil
@@ -78,6 +90,7 @@ func (pl *DevicePack) ScorePlacement(ctx context.Context, state fwk.PlacementCyc
 	take := placementTake(placement, pl.resources)
 	t := ds.score(placement, take)
 	score := pl.weights.fragmentation*t.frag + pl.weights.bestFit*t.fit + pl.weights.productValue*t.value
+	score += int64(len(placement.ProposedAssignments)) * podsPlaced
 	if logger := klog.FromContext(ctx).V(5); logger.Enabled() {
 		logger.Info("Placement terms", "podGroup", klog.KRef(podGroup.GetNamespace(), podGroup.GetName()),
 			"placement", placement.Name, "fragmentation", t.frag, "bestFit", t.fit, "productValue", t.value, "score", score)

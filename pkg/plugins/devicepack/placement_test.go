@@ -223,6 +223,28 @@ func TestScorePlacement(t *testing.T) {
 	}
 }
 
+// TestScorePlacementMorePodsFirst: a placement that places more of the
+// group's pods ranks first, whatever the other terms say.
+func TestScorePlacementMorePodsFirst(t *testing.T) {
+	const h100, mem = "NVIDIA-H100-80GB-HBM3", "81559"
+	// a: two used nodes and two free; b: three free. A group of 3 pods of 8
+	// (minCount 2, say) gets 2 pods placed in a (filling it: no loss, fit
+	// 1000) and 3 in b (breaking the whole clique).
+	nodes := []fwk.NodeInfo{
+		cliqueNode("a0", "a", h100, mem, 8), cliqueNode("a1", "a", h100, mem, 8),
+		cliqueNode("a2", "a", h100, mem, 0), cliqueNode("a3", "a", h100, mem, 0),
+		cliqueNode("b0", "b", h100, mem, 0), cliqueNode("b1", "b", h100, mem, 0), cliqueNode("b2", "b", h100, mem, 0),
+	}
+	pl := newPlugin(t, defaultArgs(t))
+	pl.weights = weights{fragmentation: 100, bestFit: 10, productValue: 1}
+	pl.listNodes = func() ([]fwk.NodeInfo, error) { return nodes, nil }
+	g := gang("g", cliqueKey, 3, "8")
+	got := placementScores(t, pl, g, fill(g, "a", nodes), fill(g, "b", nodes))
+	if want := map[string]int64{"a": 0, "b": 100}; !cmp.Equal(want, got) {
+		t.Errorf("placement scores (-want,+got):\n%s", cmp.Diff(want, got))
+	}
+}
+
 // TestScorePlacementRaw pins the arithmetic of the first case above.
 func TestScorePlacementRaw(t *testing.T) {
 	const h100, mem = "NVIDIA-H100-80GB-HBM3", "81559"
@@ -251,7 +273,7 @@ func TestScorePlacementRaw(t *testing.T) {
 		got[c] = s
 	}
 	// a: 10·1000; b: 100·-round((1 + 8/72)·1000) + 10·800.
-	want := map[string]int64{"a": 10000, "b": -111100 + 8000}
+	want := map[string]int64{"a": 4*podsPlaced + 10000, "b": 4*podsPlaced - 111100 + 8000}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("raw placement scores (-want,+got):\n%s", diff)
 	}
