@@ -38,6 +38,32 @@ func TestGangs(t *testing.T) {
 	})
 	api := startAPIServer(t)
 	t.Run("CliqueChoice", func(t *testing.T) { testCliqueChoice(t, api.suite(t, "gangs")) })
+	t.Run("GangSelector", func(t *testing.T) { testGangSelector(t, api.suite(t, "gangsel")) })
+}
+
+// testGangSelector: DeviceFit inside the pod-group cycle. The gang's pods
+// accept only A100s (devicefit.io/products); clique h has H100s, clique x
+// A100s. For placement h, DeviceFit's PreFilter names only A100 nodes, none
+// of them in h, so the placement is infeasible and the gang binds in x,
+// although DevicePack's product value alone would prefer the H100s (less
+// device memory: 81559 MiB against 81920).
+func testGangSelector(t *testing.T, c *cluster) {
+	for i := range 2 {
+		l := cliqueLabels("h", 8)
+		c.createNode(t, nodeSpec{name: fmt.Sprintf("sel-h-%d", i), labels: l, devices: devs(gpu, 8)})
+		l = gfdLabels(modelA100, 8)
+		l[cliqueLabel] = "x"
+		c.createNode(t, nodeSpec{name: fmt.Sprintf("sel-x-%d", i), labels: l, devices: devs(gpu, 8)})
+	}
+	c.startSchedulerWithProfiles(t, loadDeployedProfiles(t)...)
+	if err := testutil.WaitForNodesInCache(c.Ctx, c.Scheduler, 4); err != nil {
+		t.Fatalf("scheduler cache: %v", err)
+	}
+	ns := c.NS.Name
+	names := c.createGang(t, ns, schedulerName, "a100-only", 2, 8, map[string]string{annProducts: modelA100.product})
+	if got, want := c.waitForGangBound(t, ns, "a100-only", len(names)), []string{"x", "x"}; !equal(got, want) {
+		t.Errorf("A100-only gang in cliques %v, want %v", got, want)
+	}
 }
 
 // testCliqueChoice: two NVLink cliques of 8-GPU nodes can each take a gang
@@ -151,8 +177,9 @@ func cliqueLabels(id string, count int) map[string]string {
 
 // createGang creates a Workload with one gang template (minCount pods, all
 // in one clique), its PodGroup and pods pods of perPod GPUs and 24 cores
-// each, for profile sched; it returns the pods' names.
-func (c *cluster) createGang(t *testing.T, ns, sched, name string, pods int, perPod int64) []string {
+// each (with the annotations, if given), for profile sched; it returns the
+// pods' names.
+func (c *cluster) createGang(t *testing.T, ns, sched, name string, pods int, perPod int64, annotations ...map[string]string) []string {
 	t.Helper()
 	policy := schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: int32(pods)}}
 	constraints := &schedulingv1beta1.PodGroupSchedulingConstraints{
@@ -180,8 +207,12 @@ func (c *cluster) createGang(t *testing.T, ns, sched, name string, pods int, per
 	}
 	var names []string
 	for i := range pods {
-		p := c.createPod(t, ns, podSpec{name: podName(name, i), schedulerName: sched, podGroup: pg.Name,
-			devices: map[v1.ResourceName]int64{gpu: perPod, v1.ResourceCPU: 24}})
+		spec := podSpec{name: podName(name, i), schedulerName: sched, podGroup: pg.Name,
+			devices: map[v1.ResourceName]int64{gpu: perPod, v1.ResourceCPU: 24}}
+		if len(annotations) > 0 {
+			spec.annotations = annotations[0]
+		}
+		p := c.createPod(t, ns, spec)
 		names = append(names, p.Name)
 	}
 	return names
