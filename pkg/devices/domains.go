@@ -80,6 +80,21 @@ func (d Domain) Stranded(s GroupShape) int64 {
 // Both are in [0, 1] per shape (stranded can be negative: a placement may
 // use up pieces no shape could use). Zero when no shape is of r.
 func GroupLoss(shapes []GroupShape, r v1.ResourceName, domains []Domain, i int, after Domain) (whole, stranded float64) {
+	whole, devices := GroupLossDevices(shapes, r, domains, i, after)
+	var free int64
+	for _, d := range domains {
+		free += d.FreeDevices()
+	}
+	if free > 0 {
+		stranded = devices / float64(free)
+	}
+	return whole, stranded
+}
+
+// GroupLossDevices is GroupLoss with the stranded term in devices (the
+// expected growth of the devices the shapes cannot use in the domain), not
+// as a share of the free ones.
+func GroupLossDevices(shapes []GroupShape, r v1.ResourceName, domains []Domain, i int, after Domain) (whole, stranded float64) {
 	var total float64
 	for _, s := range shapes {
 		if s.Resource == r && s.Weight > 0 {
@@ -88,10 +103,6 @@ func GroupLoss(shapes []GroupShape, r v1.ResourceName, domains []Domain, i int, 
 	}
 	if total == 0 {
 		return 0, 0
-	}
-	var free int64
-	for _, d := range domains {
-		free += d.FreeDevices()
 	}
 	before := domains[i]
 	wasWhole := before.Whole()
@@ -109,9 +120,7 @@ func GroupLoss(shapes []GroupShape, r v1.ResourceName, domains []Domain, i int, 
 			}
 			whole += share / float64(n)
 		}
-		if free > 0 {
-			stranded += share * float64(after.Stranded(s)-before.Stranded(s)) / float64(free)
-		}
+		stranded += share * float64(after.Stranded(s)-before.Stranded(s))
 	}
 	return whole, stranded
 }

@@ -21,6 +21,9 @@ type groupShapes struct {
 	weights  map[shapeKey]float64
 	n, scale float64
 	seen     seenSet
+	// key is the topology key of the last group observed with one: the
+	// domains single pods keep whole too (score.go).
+	key string
 }
 
 type shapeKey struct {
@@ -37,11 +40,14 @@ func newGroupShapes(halfLife int64) *groupShapes {
 	}
 }
 
-// observe records group key's shape once and returns the distribution,
-// heaviest first (ties by key: deterministic).
-func (g *groupShapes) observe(key string, s devices.GroupShape) []devices.GroupShape {
+// observe records the shape of group key (with topology key topology,
+// "" for none) once and returns the distribution (list).
+func (g *groupShapes) observe(key, topology string, s devices.GroupShape) []devices.GroupShape {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if topology != "" {
+		g.key = topology
+	}
 	if s.Pods > 0 && s.PerPod > 0 && g.seen.insert(key) {
 		g.weights[shapeKey{s.Resource, s.Pods, s.PerPod}] += g.scale
 		g.n++
@@ -53,6 +59,23 @@ func (g *groupShapes) observe(key string, s devices.GroupShape) []devices.GroupS
 			g.n, g.scale = 0, 1
 		}
 	}
+	return g.list()
+}
+
+// current returns the topology key and the distribution, observing
+// nothing: what single pods are scored against.
+func (g *groupShapes) current() (string, []devices.GroupShape) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.key == "" || len(g.weights) == 0 {
+		return "", nil
+	}
+	return g.key, g.list()
+}
+
+// list is the distribution, heaviest first (ties by key: deterministic),
+// at most maxClasses shapes. g.mu held.
+func (g *groupShapes) list() []devices.GroupShape {
 	out := make([]devices.GroupShape, 0, len(g.weights))
 	for k, w := range g.weights {
 		out = append(out, devices.GroupShape{Resource: k.resource, Pods: k.pods, PerPod: k.perPod, Weight: w})

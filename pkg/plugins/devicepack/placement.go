@@ -193,35 +193,37 @@ func (pl *DevicePack) domainsFor(cycle fwk.PodGroupCycleState, podGroup fwk.PodG
 			}
 		}
 	}
-	nodes, err := pl.placementNodes(placement)
+	nodes, err := pl.snapshotNodes(placement.Nodes)
 	if err != nil {
 		return nil, fmt.Errorf("listing nodes: %w", err)
 	}
-	shape := groupShape(podGroup, pl.resources)
-	shapes := pl.groups.observe(podGroup.GetKey(), shape)
-	ds := pl.buildDomains(topologyKey(podGroup), shapes, nodes)
+	key := topologyKey(podGroup)
+	shapes := pl.groups.observe(podGroup.GetKey(), key, groupShape(podGroup, pl.resources))
+	ds := pl.buildDomains(key, shapes, nodes, true)
 	if cycle != nil {
 		cycle.Write(domainsStateKey, ds)
 	}
 	return ds, nil
 }
 
-// placementNodes are all the snapshot's nodes (a placement holds one
-// domain; the others are what it keeps whole), or the placement's own when
-// there is no handle (unit tests build the plugin without one).
-func (pl *DevicePack) placementNodes(placement *fwk.PodGroupAssignments) ([]fwk.NodeInfo, error) {
+// snapshotNodes are all the snapshot's nodes (a placement holds one domain,
+// a pod's candidates a few: the other domains are what they keep whole),
+// or fallback when there is no handle (unit tests build the plugin without
+// one).
+func (pl *DevicePack) snapshotNodes(fallback []fwk.NodeInfo) ([]fwk.NodeInfo, error) {
 	if pl.listNodes != nil {
 		return pl.listNodes()
 	}
-	if pl.handle != nil {
+	if pl.handle != nil && pl.handle.SnapshotSharedLister() != nil {
 		return pl.handle.SnapshotSharedLister().NodeInfos().List()
 	}
-	return placement.Nodes, nil
+	return fallback, nil
 }
 
 // buildDomains splits nodes by key and counts, per domain and node, the free
-// devices of each resource the shapes ask for.
-func (pl *DevicePack) buildDomains(key string, shapes []devices.GroupShape, nodes []fwk.NodeInfo) *domainsState {
+// devices of each resource the shapes ask for; withValues: and the product
+// value of each node's devices (placements; single pods have theirs).
+func (pl *DevicePack) buildDomains(key string, shapes []devices.GroupShape, nodes []fwk.NodeInfo, withValues bool) *domainsState {
 	ds := &domainsState{key: key, shapes: shapes, index: map[string]int{}, node: map[string]nodeAt{}, value: map[string][]int64{}}
 	for _, s := range shapes {
 		if !slices.Contains(ds.resources, s.Resource) {
@@ -271,7 +273,7 @@ func (pl *DevicePack) buildDomains(key string, shapes []devices.GroupShape, node
 			}
 			dom.Free = append(dom.Free, max(a-req[name], 0))
 			dom.Total += a
-			if a > 0 {
+			if a > 0 && withValues {
 				if e == nil {
 					e = devices.ReadNodeDevices(n, pl.resources)
 				}
@@ -281,9 +283,36 @@ func (pl *DevicePack) buildDomains(key string, shapes []devices.GroupShape, node
 				}
 			}
 		}
-		ds.value[n.Name] = values
+		if withValues {
+			ds.value[n.Name] = values
+		}
 	}
 	return ds
+}
+
+// nodeLoss is, in expected devices, what taking demand on node costs the
+// arriving groups in the node's domain (devices.GroupLossDevices): the
+// devices of the domain when it was whole and is no longer, times the share
+// of the shapes that lose it, plus the growth of the devices they cannot
+// use there. 0 for a node in no domain.
+func (ds *domainsState) nodeLoss(node string, demand devices.Demand) float64 {
+	at, ok := ds.node[node]
+	if !ok {
+		return 0
+	}
+	var loss float64
+	for r, name := range ds.resources {
+		c := demand.Count(name)
+		before := ds.domains[r][at.domain]
+		if c <= 0 || before.Total == 0 {
+			continue
+		}
+		after := devices.Domain{Free: slices.Clone(before.Free), Total: before.Total}
+		after.Free[at.pos] = max(after.Free[at.pos]-c, 0)
+		whole, stranded := devices.GroupLossDevices(ds.shapes, name, ds.domains[r], at.domain, after)
+		loss += whole*float64(before.Total) + stranded
+	}
+	return loss
 }
 
 // score computes the placement's terms (see ScorePlacement).

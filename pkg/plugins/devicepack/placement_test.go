@@ -282,14 +282,61 @@ func TestScorePlacementRaw(t *testing.T) {
 func TestGroupShapesObserveOnce(t *testing.T) {
 	g := newGroupShapes(1000)
 	s := devices.GroupShape{Resource: gpu, Pods: 4, PerPod: 8}
-	g.observe("podgroup/ns/a", s)
-	g.observe("podgroup/ns/a", s) // a retried group is not counted twice
-	got := g.observe("podgroup/ns/b", devices.GroupShape{Resource: gpu, Pods: 2, PerPod: 4})
+	g.observe("podgroup/ns/a", cliqueKey, s)
+	g.observe("podgroup/ns/a", cliqueKey, s) // a retried group is not counted twice
+	got := g.observe("podgroup/ns/b", "", devices.GroupShape{Resource: gpu, Pods: 2, PerPod: 4})
 	if len(got) != 2 || got[0].Pods != 2 || got[1].Pods != 4 {
 		// b is newer, so heavier (2^(1/1000) > 1).
 		t.Fatalf("shapes = %+v, want 2x4 then 4x8", got)
 	}
 	if got[1].Weight != 1 {
 		t.Errorf("weight of a = %v, want 1 (observed once)", got[1].Weight)
+	}
+	if key, shapes := g.current(); key != cliqueKey || len(shapes) != 2 {
+		t.Errorf("current() = %q, %d shapes; want %q, 2", key, len(shapes), cliqueKey)
+	}
+}
+
+// TestScoreKeepsDomainsWhole: once pod groups with a topology key were
+// placed, a single device pod prefers the node whose domain it costs those
+// groups least.
+func TestScoreKeepsDomainsWhole(t *testing.T) {
+	const h100, mem = "NVIDIA-H100-80GB-HBM3", "81559"
+	// Clique a: a0 full, a1 free; clique b: b0, b1 free. Groups seen: 2 x 8.
+	nodes := []fwk.NodeInfo{
+		cliqueNode("a0", "a", h100, mem, 8), cliqueNode("a1", "a", h100, mem, 0),
+		cliqueNode("b0", "b", h100, mem, 0), cliqueNode("b1", "b", h100, mem, 0),
+	}
+	candidates := nodes[1:] // a0 has no room
+	tests := []struct {
+		name   string
+		groups bool
+		want   map[string]int64
+	}{{
+		// a1: a does not hold 2x8 before (8 free: 1 pod) or after; its
+		// stranded devices go from 8 to 7: loss -1 → raw +1000·100.
+		// b0, b1: b was the only whole clique holding 2x8: 16 devices lost;
+		// after, 15 free that hold no 2x8: stranded 0 → 15; loss 31 →
+		// raw -31000·100. Node-level FGD (1-GPU jobs only) is 0 everywhere.
+		name:   "groups seen: the used clique",
+		groups: true,
+		want:   map[string]int64{"a1": 100, "b0": 0, "b1": 0},
+	}, {
+		name: "no group seen: no preference",
+		want: map[string]int64{"a1": 100, "b0": 100, "b1": 100},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			args := staticArgs(t, gpuClass(1, 1))
+			pl := newPlugin(t, args)
+			pl.listNodes = func() ([]fwk.NodeInfo, error) { return nodes, nil }
+			if tc.groups {
+				pl.groups.observe("podgroup/ns/g", cliqueKey, devices.GroupShape{Resource: gpu, Pods: 2, PerPod: 8})
+			}
+			got := scores(t, pl, gpuPod("single", "1"), candidates...)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("scores (-want,+got):\n%s", diff)
+			}
+		})
 	}
 }
