@@ -8,6 +8,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/devicefit/devicefit/pkg/devices"
+	"github.com/devicefit/devicefit/pkg/plugins/shared"
 )
 
 // candidates returns the PreFilterResult naming the nodes that can take the
@@ -142,7 +143,7 @@ func (s *preFilterState) addFree(ni fwk.NodeInfo, e *devices.NodeDevices) {
 	if s.free == nil || e == nil || !e.HasDevices() {
 		return
 	}
-	key := freeKey(ni)
+	key := shared.FreeKey(ni)
 	free, ok := e.FreeAt(key)
 	if !ok {
 		free = e.RememberFree(key, ni.GetRequested().GetScalarResources())
@@ -154,17 +155,6 @@ func (s *preFilterState) addFree(ni fwk.NodeInfo, e *devices.NodeDevices) {
 		}
 		s.free[d.Kind] += free[i]
 	}
-}
-
-// freeKey is the node info's state as far as its requests go
-// (devices.FreeKey).
-func freeKey(ni fwk.NodeInfo) devices.FreeKey {
-	pods := ni.GetPods()
-	k := devices.FreeKey{Generation: ni.GetGeneration(), Pods: len(pods)}
-	if len(pods) > 0 {
-		k.Last = pods[len(pods)-1]
-	}
-	return k
 }
 
 // exclusion says why candidates leaves a node out: below numMismatches it is

@@ -64,6 +64,9 @@ type DevicePack struct {
 	// parallel ScorePlacement calls build the cycle's domains.
 	groups      *groupShapes
 	placementMu sync.Mutex
+	// podDomains are the domains single pods are scored against, kept from
+	// cycle to cycle (PreScore, under scratchMu).
+	podDomains podDomains
 	// listNodes overrides the snapshot's node list (tests).
 	listNodes func() ([]fwk.NodeInfo, error)
 }

@@ -24,6 +24,10 @@ type groupShapes struct {
 	// key is the topology key of the last group observed with one: the
 	// domains single pods keep whole too (score.go).
 	key string
+	// version counts the changes of key and weights; listed is list() as
+	// of listedAt (current).
+	version, listedAt uint64
+	listed            []devices.GroupShape
 }
 
 type shapeKey struct {
@@ -45,10 +49,12 @@ func newGroupShapes(halfLife int64) *groupShapes {
 func (g *groupShapes) observe(key, topology string, s devices.GroupShape) []devices.GroupShape {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if topology != "" {
+	if topology != "" && topology != g.key {
 		g.key = topology
+		g.version++
 	}
 	if s.Pods > 0 && s.PerPod > 0 && g.seen.insert(key) {
+		g.version++
 		g.weights[shapeKey{s.Resource, s.Pods, s.PerPod}] += g.scale
 		g.n++
 		g.scale = math.Exp2(g.n / g.halfLife)
@@ -62,15 +68,19 @@ func (g *groupShapes) observe(key, topology string, s devices.GroupShape) []devi
 	return g.list()
 }
 
-// current returns the topology key and the distribution, observing
-// nothing: what single pods are scored against.
-func (g *groupShapes) current() (string, []devices.GroupShape) {
+// current returns the topology key, the distribution and its version,
+// observing nothing: what single pods are scored against. The list is
+// shared until the next change: callers must not modify it.
+func (g *groupShapes) current() (string, []devices.GroupShape, uint64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.key == "" || len(g.weights) == 0 {
-		return "", nil
+		return "", nil, g.version
 	}
-	return g.key, g.list()
+	if g.listed == nil || g.listedAt != g.version {
+		g.listed, g.listedAt = g.list(), g.version
+	}
+	return g.key, g.listed, g.version
 }
 
 // list is the distribution, heaviest first (ties by key: deterministic),

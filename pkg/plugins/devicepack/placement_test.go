@@ -292,7 +292,7 @@ func TestGroupShapesObserveOnce(t *testing.T) {
 	if got[1].Weight != 1 {
 		t.Errorf("weight of a = %v, want 1 (observed once)", got[1].Weight)
 	}
-	if key, shapes := g.current(); key != cliqueKey || len(shapes) != 2 {
+	if key, shapes, _ := g.current(); key != cliqueKey || len(shapes) != 2 {
 		t.Errorf("current() = %q, %d shapes; want %q, 2", key, len(shapes), cliqueKey)
 	}
 }

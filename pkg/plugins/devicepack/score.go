@@ -219,13 +219,16 @@ func (pl *DevicePack) PreScore(ctx context.Context, cycleState fwk.CycleState, p
 		s.computeKinds(table, pl.weights.scarcity > 0 && devicePod)
 		s.finishDRA()
 	}
-	if len(demand) > 0 {
-		if key, shapes := pl.groups.current(); key != "" {
+	// Domains single pods keep whole (podDomains). Not in a pod-group
+	// cycle: there the placement's PlacementScore chooses the domain, and a
+	// pod's candidates all lie in the one domain the placement tries.
+	if len(demand) > 0 && !cycleState.IsPodGroupSchedulingCycle() {
+		if key, shapes, version := pl.groups.current(); key != "" {
 			all, err := pl.snapshotNodes(nodes)
 			if err != nil {
 				return fwk.AsStatus(fmt.Errorf("listing nodes: %w", err))
 			}
-			s.domains = pl.buildDomains(key, shapes, all, false)
+			s.domains = pl.podDomains.refresh(pl, key, shapes, version, all)
 		}
 	}
 	cycleState.Write(preScoreStateKey, s)
