@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2/ktesting"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -102,5 +103,60 @@ func TestPreFilterAcrossPlacements(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(step{})); diff != "" {
 		t.Errorf("PreFilter across placements (-want,+got):\n%s", diff)
+	}
+}
+
+// TestPreFilterReusedInPodGroupCycle: in a pod-group cycle a pod's state
+// is computed in its first placement and reused in the others (all nodes:
+// Filter judges the placement's); another pod computes its own; outside a
+// pod-group cycle nothing is kept.
+func TestPreFilterReusedInPodGroupCycle(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	pl := newPlugin(t, defaultArgs(), nil)
+	nodes := nodeInfos(
+		gpuNode("full", "NVIDIA-H100-80GB-HBM3", "8", nil),
+		gpuNode("free", "NVIDIA-H100-80GB-HBM3", "8", nil),
+	)
+	nodes[0].(*framework.NodeInfo).AddPod(st.MakePod().Name("busy").UID("busy").Node("full").
+		Res(map[v1.ResourceName]string{gpu: "8"}).Obj())
+	group := framework.NewCycleState()
+	inGroup := func() *framework.CycleState {
+		s := framework.NewCycleState()
+		s.SetPodGroupSchedulingCycle(group)
+		return s
+	}
+	member := func(uid string) *v1.Pod {
+		p := gpuPod("8", nil)
+		p.UID = types.UID(uid)
+		return p
+	}
+	run := func(state *framework.CycleState, pod *v1.Pod) sets.Set[string] {
+		t.Helper()
+		res, s := pl.PreFilter(ctx, state, pod, nodes)
+		if !s.IsSuccess() {
+			t.Fatalf("PreFilter: %v", s)
+		}
+		if _, err := getPreFilterState(state); err != nil {
+			t.Fatalf("no state written: %v", err)
+		}
+		if shared.Read(state) == nil {
+			t.Fatal("no shared nodes written")
+		}
+		if res == nil {
+			return nil
+		}
+		return res.NodeNames
+	}
+	if got := run(inGroup(), member("a")); !got.Equal(sets.New("free")) {
+		t.Errorf("first placement: %v, want [free]", sets.List(got))
+	}
+	if got := run(inGroup(), member("a")); got != nil {
+		t.Errorf("second placement: %v, want all nodes (state reused)", sets.List(got))
+	}
+	if got := run(inGroup(), member("b")); !got.Equal(sets.New("free")) {
+		t.Errorf("another pod: %v, want [free]", sets.List(got))
+	}
+	if got := run(framework.NewCycleState(), member("a")); !got.Equal(sets.New("free")) {
+		t.Errorf("outside a pod-group cycle: %v, want [free]", sets.List(got))
 	}
 }
