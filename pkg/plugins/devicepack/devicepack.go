@@ -65,8 +65,9 @@ type DevicePack struct {
 	groups      *groupShapes
 	placementMu sync.Mutex
 	// podDomains are the domains single pods are scored against, kept from
-	// cycle to cycle (PreScore, under scratchMu).
-	podDomains podDomains
+	// cycle to cycle (PreScore, under scratchMu); groupDomains those
+	// placements are (ScorePlacement, under placementMu).
+	podDomains, groupDomains podDomains
 	// listNodes overrides the snapshot's node list (tests).
 	listNodes func() ([]fwk.NodeInfo, error)
 }
@@ -112,6 +113,8 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 		workload: w,
 		dra:      dra.NewTracker(),
 		groups:   newGroupShapes(args.Workload.HalfLifePods),
+
+		groupDomains: podDomains{withValues: true},
 
 		resourcesKey: shared.ResourcesKey(args.DeviceResources),
 	}

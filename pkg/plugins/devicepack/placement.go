@@ -199,7 +199,7 @@ func (pl *DevicePack) domainsFor(cycle fwk.PodGroupCycleState, podGroup fwk.PodG
 	}
 	key := topologyKey(podGroup)
 	shapes := pl.groups.observe(podGroup.GetKey(), key, groupShape(podGroup, pl.resources))
-	ds := pl.buildDomains(key, shapes, nodes, true)
+	ds := pl.groupDomains.refresh(pl, key, shapes, nodes)
 	if cycle != nil {
 		cycle.Write(domainsStateKey, ds)
 	}
@@ -224,7 +224,7 @@ func (pl *DevicePack) snapshotNodes(fallback []fwk.NodeInfo) ([]fwk.NodeInfo, er
 // devices of each resource the shapes ask for; withValues: and the product
 // value of each node's devices (placements; single pods have theirs).
 func (pl *DevicePack) buildDomains(key string, shapes []devices.GroupShape, nodes []fwk.NodeInfo, withValues bool) *domainsState {
-	ds := &domainsState{key: key, shapes: shapes, index: map[string]int{}, node: map[string]nodeAt{}, value: map[string][]int64{}}
+	ds := &domainsState{key: key, shapes: shapes, index: map[string]int{}}
 	for _, s := range shapes {
 		if !slices.Contains(ds.resources, s.Resource) {
 			ds.resources = append(ds.resources, s.Resource)
@@ -234,6 +234,7 @@ func (pl *DevicePack) buildDomains(key string, shapes []devices.GroupShape, node
 	if key == "" || len(ds.resources) == 0 {
 		return ds
 	}
+	ds.node = make(map[string]nodeAt, len(nodes))
 	for _, ni := range nodes {
 		if n := ni.Node(); n != nil {
 			if v, ok := n.Labels[key]; ok {
@@ -252,7 +253,20 @@ func (pl *DevicePack) buildDomains(key string, shapes []devices.GroupShape, node
 	for r := range ds.resources {
 		ds.domains[r] = make([]devices.Domain, len(ds.names))
 	}
-	for _, ni := range nodes {
+	// Product values come from the node cache (a node's labels are read
+	// when its object changes), one value per kind of device.
+	var entries []*devices.NodeDevices
+	var backing []int64
+	kindValue := map[int]int64{}
+	if withValues {
+		pl.scratchMu.Lock()
+		defer pl.scratchMu.Unlock()
+		_, pl.allScratch = pl.cache.Refresh(nodeObjects(nodes), true, pl.allScratch)
+		entries = pl.allScratch
+		ds.value = make(map[string][]int64, len(nodes))
+		backing = make([]int64, len(nodes)*len(ds.resources))
+	}
+	for j, ni := range nodes {
 		n := ni.Node()
 		if n == nil {
 			continue
@@ -263,8 +277,11 @@ func (pl *DevicePack) buildDomains(key string, shapes []devices.GroupShape, node
 		}
 		d := ds.index[v]
 		alloc, req := ni.GetAllocatable().GetScalarResources(), ni.GetRequested().GetScalarResources()
-		var e *devices.NodeDevices
-		values := make([]int64, len(ds.resources))
+		var values []int64
+		if withValues {
+			values = backing[j*len(ds.resources) : (j+1)*len(ds.resources)]
+			ds.value[n.Name] = values
+		}
 		for r, name := range ds.resources {
 			dom := &ds.domains[r][d]
 			a := alloc[name]
@@ -273,18 +290,17 @@ func (pl *DevicePack) buildDomains(key string, shapes []devices.GroupShape, node
 			}
 			dom.Free = append(dom.Free, max(a-req[name], 0))
 			dom.Total += a
-			if a > 0 && withValues {
-				if e == nil {
-					e = devices.ReadNodeDevices(n, pl.resources)
-				}
-				if dev := e.Find(name); dev != nil {
-					values[r] = pl.value(dev.Device)
-					ds.maxValue[r] = max(ds.maxValue[r], values[r])
+			if a > 0 && withValues && entries[j] != nil {
+				if dev := entries[j].Find(name); dev != nil {
+					val, ok := kindValue[dev.Kind]
+					if !ok || dev.Kind < 0 {
+						val = pl.value(dev.Device)
+						kindValue[dev.Kind] = val
+					}
+					values[r] = val
+					ds.maxValue[r] = max(ds.maxValue[r], val)
 				}
 			}
-		}
-		if withValues {
-			ds.value[n.Name] = values
 		}
 	}
 	return ds

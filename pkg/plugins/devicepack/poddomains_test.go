@@ -25,33 +25,39 @@ func TestPodDomainsRefresh(t *testing.T) {
 	pl := newPlugin(t, defaultArgs(t))
 	shapes := []devices.GroupShape{{Resource: gpu, Pods: 2, PerPod: 8, Weight: 1}}
 	var c podDomains
-	check := func(step string, version uint64) {
+	check := func(step string) {
 		t.Helper()
-		got := c.refresh(pl, cliqueKey, shapes, version, nodes)
+		got := c.refresh(pl, cliqueKey, shapes, nodes)
 		want := pl.buildDomains(cliqueKey, shapes, nodes, false)
 		if diff := cmp.Diff(want.domains, got.domains); diff != "" {
 			t.Errorf("%s: domains (-fresh,+kept):\n%s", step, diff)
+		}
+		if diff := cmp.Diff(want.shapes, got.shapes); diff != "" {
+			t.Errorf("%s: shapes (-fresh,+kept):\n%s", step, diff)
 		}
 	}
 	pod := func(name, gpus string) *v1.Pod {
 		return st.MakePod().Name(name).UID(name).Res(map[v1.ResourceName]string{gpu: gpus}).Obj()
 	}
-	check("first", 1)
+	check("first")
 	// The cache binds a pod: the generation moves.
 	nodes[2].(*framework.NodeInfo).AddPod(pod("p1", "2"))
-	check("pod added", 1)
+	check("pod added")
 	// The snapshot assumes one: the generation stays.
 	b1 := nodes[3].(*framework.NodeInfo)
 	gen := b1.Generation
 	b1.AddPod(pod("p2", "8"))
 	b1.Generation = gen
-	check("pod assumed", 1)
+	check("pod assumed")
 	// A new node object (labels may have changed): built again.
 	n := nodes[1].Node().DeepCopy()
 	n.Labels[cliqueKey] = "b"
 	nodes[1].(*framework.NodeInfo).SetNode(n)
-	check("node relabelled", 1)
-	// New shapes.
+	check("node relabelled")
+	// New shapes of the same resource: taken as they come.
 	shapes = append(shapes, devices.GroupShape{Resource: gpu, Pods: 1, PerPod: 4, Weight: 1})
-	check("new shapes", 2)
+	check("new shapes")
+	// Shapes of another resource: built again.
+	shapes = append(shapes, devices.GroupShape{Resource: "example.com/fpga", Pods: 2, PerPod: 1, Weight: 1})
+	check("new resource")
 }

@@ -223,12 +223,12 @@ func (pl *DevicePack) PreScore(ctx context.Context, cycleState fwk.CycleState, p
 	// cycle: there the placement's PlacementScore chooses the domain, and a
 	// pod's candidates all lie in the one domain the placement tries.
 	if len(demand) > 0 && !cycleState.IsPodGroupSchedulingCycle() {
-		if key, shapes, version := pl.groups.current(); key != "" {
+		if key, shapes, _ := pl.groups.current(); key != "" {
 			all, err := pl.snapshotNodes(nodes)
 			if err != nil {
 				return fwk.AsStatus(fmt.Errorf("listing nodes: %w", err))
 			}
-			s.domains = pl.podDomains.refresh(pl, key, shapes, version, all)
+			s.domains = pl.podDomains.refresh(pl, key, shapes, all)
 		}
 	}
 	cycleState.Write(preScoreStateKey, s)
