@@ -99,6 +99,16 @@ func testCliqueChoice(t *testing.T, c *cluster) {
 	if err := testutil.WaitForNodesInCache(c.Ctx, c.Scheduler, 11); err != nil {
 		t.Fatalf("scheduler cache: %v", err)
 	}
+	// The deployed profile lists DevicePack under multiPoint only: the
+	// framework enables it at placementScore with its weight there, beside
+	// upstream's placement scorers.
+	want := []string{"DevicePack:10", "NodeResourcesFit:1", "PodGroupPodsCount:1"}
+	if got := placementScorers(c, schedulerName); !equal(got, want) {
+		t.Errorf("placementScore plugins of %s: %v, want %v", schedulerName, got, want)
+	}
+	if got, want := placementScorers(c, spreadSchedulerName), []string{"NodeResourcesFit:1", "PodGroupPodsCount:1"}; !equal(got, want) {
+		t.Errorf("placementScore plugins of %s: %v, want %v", spreadSchedulerName, got, want)
+	}
 
 	// run submits the 4 × 8 gang, waits for it, then the 5 × 8 gang, to
 	// profile sched, each in a namespace of its own; it returns the cliques
@@ -166,6 +176,17 @@ func testCliqueChoice(t *testing.T, c *cluster) {
 			t.Errorf("after the 4 x 8 gang left: 5 x 8 gang in cliques %v, want %v", got, want)
 		}
 	})
+}
+
+// placementScorers lists the profile's placementScore plugins as
+// name:weight, sorted.
+func placementScorers(c *cluster, profile string) []string {
+	var out []string
+	for _, p := range c.Scheduler.Profiles[profile].ListPlugins().PlacementScore.Enabled {
+		out = append(out, fmt.Sprintf("%s:%d", p.Name, p.Weight))
+	}
+	sort.Strings(out)
+	return out
 }
 
 // cliqueLabels: GFD labels of an H100 node in NVLink clique id.
