@@ -31,9 +31,10 @@ const domainsStateKey fwk.StateKey = "PlacementScore" + Name
 
 // domainsState is what every placement of one pod-group cycle is scored
 // against: the snapshot's nodes split by the group's topology key, with
-// their free devices, computed once (the first ScorePlacement of the cycle;
-// the framework calls ScorePlacement for all placements in parallel).
-// When ScorePlacement runs, the scheduler has forgotten every pod it assumed
+// their free devices, brought up to the cycle once (by the first
+// ScorePlacement of the cycle: the framework calls ScorePlacement for all
+// placements in parallel; podDomains keeps it from cycle to cycle). When
+// ScorePlacement runs, the scheduler has forgotten every pod it assumed
 // while trying the placements (schedule_one_podgroup.go,
 // podGroupSchedulingPlacementAlgorithm), so the snapshot is the same for all.
 type domainsState struct {
@@ -58,7 +59,8 @@ type domainsState struct {
 
 type nodeAt struct{ domain, pos int }
 
-// Clone implements fwk.StateData: the state is never modified once built.
+// Clone implements fwk.StateData: the state is not modified while a cycle
+// reads it (podDomains updates it before the next cycle's readers).
 func (s *domainsState) Clone() fwk.StateData { return s }
 
 // ScorePlacement scores a placement of a pod group (a topology domain and
@@ -180,9 +182,9 @@ func topologyKey(podGroup fwk.PodGroupInfo) string {
 	return pg.Spec.SchedulingConstraints.Topology[0].Key
 }
 
-// domainsFor returns the cycle's domainsState, building it on the first
-// call: the placements are scored in parallel, so pl.placementMu makes one
-// of them build it and the others wait.
+// domainsFor returns the cycle's domainsState, bringing it up to the cycle
+// on the first call: the placements are scored in parallel, so
+// pl.placementMu makes one of them do it and the others wait.
 func (pl *DevicePack) domainsFor(cycle fwk.PodGroupCycleState, podGroup fwk.PodGroupInfo, placement *fwk.PodGroupAssignments) (*domainsState, error) {
 	pl.placementMu.Lock()
 	defer pl.placementMu.Unlock()
