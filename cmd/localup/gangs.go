@@ -73,7 +73,7 @@ func gangJobs(seed int64) []job {
 	var jobs []job
 	for asked := 0; asked*10 < capacity*11; {
 		var j job
-		if rng.Intn(3) == 0 {
+		if rng.Intn(2) == 0 {
 			j = job{name: fmt.Sprintf("single-%03d", len(jobs)), pods: 1, gpus: []int{1, 2, 4}[rng.Intn(3)]}
 		} else {
 			j = job{name: fmt.Sprintf("gang-%03d", len(jobs)), pods: []int{2, 4, 8, 16}[rng.Intn(4)], gpus: gpusPerTray}
