@@ -29,7 +29,7 @@ import (
 // UID) and reused for the pod's later placements (groupState).
 func (pl *DeviceFit) PreFilter(ctx context.Context, cycleState fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	group := podGroupCycle(cycleState)
-	if s := groupState(group, pod); s != nil {
+	if s := groupState(group, pod); s != nil && s.kindsValid() {
 		pl.writeState(cycleState, s)
 		// All nodes: the list was exact for the placement it was made in,
 		// not for the others (their nodes now hold the group's other pods);
@@ -73,6 +73,15 @@ func podGroupCycle(cycleState fwk.CycleState) fwk.PodGroupCycleState {
 		return nil
 	}
 	return cycleState.GetPodGroupSchedulingCycle()
+}
+
+// kindsValid reports whether the node cache's kind table still begins with
+// the one the state's verdicts are indexed by: the cache starts its table
+// over when kinds pile up (devices.MaxKinds), and a kept state must not
+// read another kind's verdict.
+func (s *preFilterState) kindsValid() bool {
+	kinds := s.cache.Kinds()
+	return len(kinds) >= len(s.kinds) && slices.Equal(kinds[:len(s.kinds)], s.kinds)
 }
 
 // groupStateKey keys a pod's state in the PodGroupCycleState.
