@@ -39,6 +39,8 @@ type options struct {
 	timeout time.Duration
 	seed    int64
 	grace   time.Duration
+	// workload: pod groups in NVLink domains instead of the device mix.
+	workload bool
 }
 
 func main() {
@@ -70,7 +72,11 @@ func run() int {
 	}
 	var procs []*controlplane.Process
 	start := time.Now()
-	err = runLocal(ctx, o, dir, &procs)
+	if o.workload {
+		err = runWorkload(ctx, o, dir, &procs)
+	} else {
+		err = runLocal(ctx, o, dir, &procs)
+	}
 
 	for i := len(procs) - 1; i >= 0; i-- {
 		procs[i].Stop(o.grace)
@@ -100,6 +106,7 @@ func newFlags(o *options) *cmdflags.Command {
 	fs.DurationVar(&o.timeout, "timeout", 3*time.Minute, "how long the workload may take to settle")
 	fs.Int64Var(&o.seed, "seed", 42, "seed of the workload's pod sizes and submission order")
 	fs.DurationVar(&o.grace, "grace", 10*time.Second, "how long each process may take to exit after SIGTERM before it is killed")
+	fs.BoolVar(&o.workload, "workload", false, "pod groups in NVLink domains instead of the device mix (docs/gangs.md): GenericWorkload and TopologyAwareWorkloadScheduling on, 4 cliques of 18 GB200 trays, gangs of 2-16 trays and single pods")
 	return cmd
 }
 

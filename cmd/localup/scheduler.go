@@ -66,13 +66,13 @@ func grantLeaderElection(ctx context.Context, cp *controlplane.ControlPlane, le 
 // startScheduler starts bin/devicefit-scheduler with the rendered config as
 // SchedulerUser; its /metrics is read with the admin token. It does not wait:
 // the fleet is registered while the scheduler boots.
-func startScheduler(binDir, dir, config string, cp *controlplane.ControlPlane) (*controlplane.Scheduler, error) {
+func startScheduler(binDir, dir, config string, cp *controlplane.ControlPlane, extraArgs ...string) (*controlplane.Scheduler, error) {
 	return controlplane.StartScheduler(controlplane.SchedulerOptions{
 		Binary:     filepath.Join(binDir, "devicefit-scheduler"),
 		Config:     config,
 		Kubeconfig: cp.SchedulerKubeconfig,
 		Dir:        dir,
 		Token:      cp.AdminToken,
-		ExtraArgs:  []string{"--v=2"},
+		ExtraArgs:  append([]string{"--v=2"}, extraArgs...),
 	})
 }

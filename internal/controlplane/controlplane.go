@@ -44,6 +44,9 @@ type Options struct {
 	// Grace is how long each process may take to exit after SIGTERM before
 	// Stop kills it; 10s if zero.
 	Grace time.Duration
+	// APIServerArgs are appended to kube-apiserver's command line, e.g.
+	// feature gates and --runtime-config.
+	APIServerArgs []string
 }
 
 // ControlPlane is etcd plus kube-apiserver on 127.0.0.1, with their state,
@@ -73,6 +76,7 @@ type ControlPlane struct {
 	apiPort int
 	// What the apiserver was started with, for StartAPIServer.
 	binDir, etcdURL, userAgent string
+	apiArgs                    []string
 	apiStarts                  int
 }
 
@@ -97,7 +101,7 @@ func Start(ctx context.Context, o Options) (*ControlPlane, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	cp := &ControlPlane{Dir: dir, grace: o.Grace, binDir: binDir, userAgent: o.UserAgent}
+	cp := &ControlPlane{Dir: dir, grace: o.Grace, binDir: binDir, userAgent: o.UserAgent, apiArgs: o.APIServerArgs}
 	if err := cp.start(ctx); err != nil {
 		cp.Stop()
 		return nil, err
@@ -216,7 +220,7 @@ func (cp *ControlPlane) startEtcd(ctx context.Context, binDir string) (string, e
 
 func (cp *ControlPlane) startAPIServer(ctx context.Context) error {
 	pki := filepath.Join(cp.Dir, "pki")
-	p, err := StartProcess("kube-apiserver", filepath.Join(cp.binDir, "kube-apiserver"), []string{
+	p, err := StartProcess("kube-apiserver", filepath.Join(cp.binDir, "kube-apiserver"), append([]string{
 		"--etcd-servers=" + cp.etcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
@@ -252,7 +256,7 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context) error {
 		// no node-lifecycle controller to lift the taint.
 		"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
 		"--profiling=false",
-	}, cp.Dir)
+	}, cp.apiArgs...), cp.Dir)
 	if err != nil {
 		return err
 	}

@@ -52,9 +52,9 @@ type NodeDevices struct {
 	// Devices holds every device resource in the node's allocatable or
 	// capacity (zero counts included: a stale MIG profile is still judged).
 	Devices []NodeDevice
-	// free is what FreeAt computed for the node info generation freeGen.
+	// free is what RememberFree computed for the node info state freeKey.
 	free    []int64
-	freeGen int64
+	freeKey FreeKey
 	// id: see ID.
 	id uint64
 }
@@ -68,26 +68,37 @@ func (n *NodeDevices) ID() uint64 { return n.id }
 // lastID numbers the entries caches build (NodeDevices.ID).
 var lastID atomic.Uint64
 
+// FreeKey identifies what a node info held when free counts were computed
+// from it: its generation, its number of pods and the last of them (an
+// identity: a pointer the caller compares, e.g. the fwk.PodInfo).
+//
+// The generation alone is no change signal: in v1.37.2 the snapshot's
+// AssumePod/ForgetPod (pod-group scheduling, schedule_one_podgroup.go)
+// add or remove one pod, at the end of the node info's pod list, and
+// restore the old generation. The pod count and the last pod tell those
+// states apart: an assumed pod is appended (count + 1, itself last), a
+// forgotten one is removed from the end again, and a pod assumed for
+// another placement is another identity.
+type FreeKey struct {
+	Generation int64
+	Pods       int
+	Last       any
+}
+
 // FreeAt returns each device resource's free devices (allocatable minus
 // requested, at least 0; Devices' order) as RememberFree computed them for
-// the node info of generation gen, and false when it did so for another
-// generation (or never). A walk over every node per pod then reads the
-// node info's request map only on the nodes that changed since, which is
-// what such a walk cost.
-//
-// The generation is no perfect change signal: in v1.37.2 the snapshot's
-// AssumePod/ForgetPod (pod-group scheduling) change a node info's pods but
-// restore its old generation. Use these counts only where one off by such
-// a pod is harmless (DevicePack's scarcity weights), never to admit or
-// exclude a node. Not safe for concurrent use: call FreeAt and
-// RememberFree from one goroutine per scheduling cycle (PreFilter).
-func (n *NodeDevices) FreeAt(gen int64) ([]int64, bool) {
-	return n.free, n.free != nil && n.freeGen == gen
+// the node info state k, and false when it did so for another state (or
+// never). A walk over every node per pod then reads the node info's
+// request map only on the nodes that changed since, which is what such a
+// walk cost. Not safe for concurrent use: call FreeAt and RememberFree from
+// one goroutine per scheduling cycle (PreFilter).
+func (n *NodeDevices) FreeAt(k FreeKey) ([]int64, bool) {
+	return n.free, n.free != nil && n.freeKey == k
 }
 
 // RememberFree computes the free counts from the node info's scalar
-// requests and remembers them for generation gen (FreeAt).
-func (n *NodeDevices) RememberFree(gen int64, requested map[v1.ResourceName]int64) []int64 {
+// requests and remembers them for state k (FreeAt).
+func (n *NodeDevices) RememberFree(k FreeKey, requested map[v1.ResourceName]int64) []int64 {
 	free := n.free
 	if free == nil {
 		free = make([]int64, len(n.Devices))
@@ -96,7 +107,7 @@ func (n *NodeDevices) RememberFree(gen int64, requested map[v1.ResourceName]int6
 		d := &n.Devices[i]
 		free[i] = max(d.Allocatable-requested[d.Resource], 0)
 	}
-	n.free, n.freeGen = free, gen
+	n.free, n.freeKey = free, k
 	return free
 }
 

@@ -121,8 +121,9 @@ func TestNodeCacheKindBound(t *testing.T) {
 	}
 }
 
-// TestNodeDevicesFreeAt: free counts are remembered per node info
-// generation and computed again for another.
+// TestNodeDevicesFreeAt: free counts are remembered per node info state
+// and computed again for another: another generation, or the same
+// generation with a pod assumed or another pod last (pod-group cycles).
 func TestNodeDevicesFreeAt(t *testing.T) {
 	set, err := NewResourceSet(DefaultResourcePatterns())
 	if err != nil {
@@ -133,19 +134,27 @@ func TestNodeDevicesFreeAt(t *testing.T) {
 	c.Refresh(slices.Values([]*v1.Node{a}), true, nil)
 	e := c.Lookup(a)
 	gpu := slices.IndexFunc(e.Devices, func(d NodeDevice) bool { return d.Resource == NVIDIAGPU })
-	if _, ok := e.FreeAt(1); ok {
+	p, q := new(int), new(int) // two pods' identities
+	k1 := FreeKey{Generation: 1, Pods: 1, Last: p}
+	if _, ok := e.FreeAt(k1); ok {
 		t.Fatal("nothing remembered yet")
 	}
-	if free := e.RememberFree(1, map[v1.ResourceName]int64{NVIDIAGPU: 3}); free[gpu] != 1 {
+	if free := e.RememberFree(k1, map[v1.ResourceName]int64{NVIDIAGPU: 3}); free[gpu] != 1 {
 		t.Errorf("4 allocatable, 3 requested: got %v free", free[gpu])
 	}
-	if free, ok := e.FreeAt(1); !ok || free[gpu] != 1 {
-		t.Errorf("generation 1 again: got %v, %v", free, ok)
+	if free, ok := e.FreeAt(FreeKey{Generation: 1, Pods: 1, Last: p}); !ok || free[gpu] != 1 {
+		t.Errorf("the same state again: got %v, %v", free, ok)
 	}
-	if _, ok := e.FreeAt(2); ok {
-		t.Error("another generation must be computed again")
+	for _, k := range []FreeKey{
+		{Generation: 2, Pods: 1, Last: p}, // the cache changed the node
+		{Generation: 1, Pods: 2, Last: q}, // q assumed in the snapshot
+		{Generation: 1, Pods: 1, Last: q}, // another pod last
+	} {
+		if _, ok := e.FreeAt(k); ok {
+			t.Errorf("%+v must be computed again", k)
+		}
 	}
-	if free := e.RememberFree(2, map[v1.ResourceName]int64{NVIDIAGPU: 9}); free[gpu] != 0 {
+	if free := e.RememberFree(FreeKey{Generation: 2}, map[v1.ResourceName]int64{NVIDIAGPU: 9}); free[gpu] != 0 {
 		t.Errorf("more requested than allocatable: got %v, want 0", free[gpu])
 	}
 }

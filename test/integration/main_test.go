@@ -18,6 +18,8 @@
 //   - overcommit_test.go suite NoOvercommit: 339 pods, 24 nodes, churn
 //   - dra_test.go        suite DRAExtendedResource: DeviceClass-served resources
 //   - reasons_test.go    suite PendingReasons: messages on nodes the list leaves out
+//   - gangs_test.go      TestGangs: pod groups with the GenericWorkload and
+//     TopologyAwareWorkloadScheduling gates, on an apiserver of its own
 //
 // Run: go test ./test/integration/ -count=1 [-run 'TestDeviceFit/Placement'] [-v]
 // (-short skips the package).

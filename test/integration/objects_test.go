@@ -120,6 +120,8 @@ type nodeSpec struct {
 	labels  map[string]string
 	devices map[v1.ResourceName]int64
 	taints  []v1.Taint
+	// cpu overrides nodeCPU (a quantity, e.g. "32").
+	cpu string
 }
 
 // nodeCPU and nodeMemory are generous so that only devices ever constrain.
@@ -145,8 +147,12 @@ func (c *cluster) createNode(t *testing.T, spec nodeSpec) *v1.Node {
 	}
 	t.Cleanup(func() { c.deleteNode(t, spec.name) })
 
+	cpu := nodeCPU
+	if spec.cpu != "" {
+		cpu = spec.cpu
+	}
 	res := v1.ResourceList{
-		v1.ResourceCPU:    resource.MustParse(nodeCPU),
+		v1.ResourceCPU:    resource.MustParse(cpu),
 		v1.ResourceMemory: resource.MustParse(nodeMemory),
 		v1.ResourcePods:   resource.MustParse(nodePods),
 	}
@@ -198,6 +204,9 @@ type podSpec struct {
 	// claims are ResourceClaims (in the pod's namespace) the pod uses, each
 	// as a pod claim of the same name, all for the main container.
 	claims []string
+	// podGroup joins the pod to that PodGroup (spec.schedulingGroup; needs
+	// the GenericWorkload gate).
+	podGroup string
 }
 
 // makePod builds the pod object for spec in namespace ns.
@@ -220,6 +229,9 @@ func makePod(ns string, spec podSpec) *v1.Pod {
 	pod.Spec.NodeSelector = spec.nodeSelector
 	pod.Spec.Tolerations = spec.tolerations
 	pod.Spec.NodeName = spec.nodeName
+	if spec.podGroup != "" {
+		pod.Spec.SchedulingGroup = &v1.PodSchedulingGroup{PodGroupName: ptr.To(spec.podGroup)}
+	}
 	if spec.affinity != nil {
 		pod.Spec.Affinity = &v1.Affinity{NodeAffinity: spec.affinity}
 	}

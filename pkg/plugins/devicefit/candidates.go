@@ -8,6 +8,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/devicefit/devicefit/pkg/devices"
+	"github.com/devicefit/devicefit/pkg/plugins/shared"
 )
 
 // candidates returns the PreFilterResult naming the nodes that can take the
@@ -134,17 +135,18 @@ func (s *preFilterState) scan(pod *v1.Pod, nodes []fwk.NodeInfo) {
 // addFree adds the node's free devices to s.free, by kind: what DevicePack
 // counts for scarcity over the whole cluster, gathered on this walk so
 // that it need not walk again (pkg/plugins/shared). The counts are
-// remembered per node info generation (NodeDevices.FreeAt): scarcity is a
-// weight, and reading every node's request map per pod was most of this
-// walk's cost.
+// remembered per node info state (NodeDevices.FreeAt: generation, pod
+// count, last pod; the generation alone misses the pods a pod-group cycle
+// assumes and forgets): reading every node's request map per pod was most
+// of this walk's cost.
 func (s *preFilterState) addFree(ni fwk.NodeInfo, e *devices.NodeDevices) {
 	if s.free == nil || e == nil || !e.HasDevices() {
 		return
 	}
-	gen := ni.GetGeneration()
-	free, ok := e.FreeAt(gen)
+	key := shared.FreeKey(ni)
+	free, ok := e.FreeAt(key)
 	if !ok {
-		free = e.RememberFree(gen, ni.GetRequested().GetScalarResources())
+		free = e.RememberFree(key, ni.GetRequested().GetScalarResources())
 	}
 	for i := range e.Devices {
 		d := &e.Devices[i]

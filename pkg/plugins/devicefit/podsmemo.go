@@ -26,8 +26,8 @@ import (
 // every PodInfo on the node, compared element by element. The node info's
 // generation is not used: the snapshot's AssumePod/ForgetPod (pod-group
 // scheduling) change the pods but restore the old generation
-// (devices.NodeDevices.FreeAt); they do change the pod list, which the
-// comparison sees.
+// (devices.FreeKey); they do change the pod list, which the comparison
+// sees (TestPreFilterAcrossPlacements).
 type podsMemo struct {
 	// entry is the cache entry's ID (NodeDevices.ID: the node object's,
 	// without holding on to it).

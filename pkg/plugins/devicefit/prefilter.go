@@ -22,7 +22,20 @@ import (
 // UnschedulableAndUnresolvable: no preemption and no other pod's departure
 // can fix a malformed request; the pod must change (or, for a count above
 // every node, a bigger node must join, which the node queueing hints catch).
+//
+// In a pod-group cycle the scheduler runs PreFilter for every pod once per
+// placement (schedule_one_podgroup.go), on all nodes, and filters only the
+// placement's. The state is then kept in the PodGroupCycleState (by pod
+// UID) and reused for the pod's later placements (groupState).
 func (pl *DeviceFit) PreFilter(ctx context.Context, cycleState fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	group := podGroupCycle(cycleState)
+	if s := groupState(group, pod); s != nil && s.kindsValid() {
+		pl.writeState(cycleState, s)
+		// All nodes: the list was exact for the placement it was made in,
+		// not for the others (their nodes now hold the group's other pods);
+		// Filter judges the placement's nodes.
+		return nil, nil
+	}
 	// The cycle's walks over all nodes share one slice of cache entries,
 	// aligned with nodes; cycles are serial, the lock only guards misuse.
 	pl.scratchMu.Lock()
@@ -34,14 +47,67 @@ func (pl *DeviceFit) PreFilter(ctx context.Context, cycleState fwk.CycleState, p
 	if !status.IsSuccess() {
 		return nil, status
 	}
+	pl.writeState(cycleState, s)
+	res := pl.candidates(klog.FromContext(ctx), s, pod, nodes)
+	// Filter must not use the entries: the next cycle reuses the slice.
+	s.entries, s.admitted, s.view, s.picks, s.memos = nil, nil, nil, nil, nil
+	if group != nil && len(s.demand) > 0 && s.dra == nil {
+		group.Write(groupStateKey(pod), s)
+	}
+	return res, nil
+}
+
+// writeState writes the pod's state, and what DevicePack reads of it, into
+// the cycle state.
+func (pl *DeviceFit) writeState(cycleState fwk.CycleState, s *preFilterState) {
 	cycleState.Write(preFilterStateKey, s)
 	if s.free != nil {
 		cycleState.Write(shared.Key, &shared.Nodes{Cache: pl.cache, Resources: pl.resourcesKey, Free: s.free})
 	}
-	res := pl.candidates(klog.FromContext(ctx), s, pod, nodes)
-	// Filter must not use the entries: the next cycle reuses the slice.
-	s.entries, s.admitted, s.view, s.picks, s.memos = nil, nil, nil, nil, nil
-	return res, nil
+}
+
+// podGroupCycle is the cycle's PodGroupCycleState, nil outside a pod-group
+// cycle.
+func podGroupCycle(cycleState fwk.CycleState) fwk.PodGroupCycleState {
+	if cycleState == nil || !cycleState.IsPodGroupSchedulingCycle() {
+		return nil
+	}
+	return cycleState.GetPodGroupSchedulingCycle()
+}
+
+// kindsValid reports whether the node cache's kind table still begins with
+// the one the state's verdicts are indexed by: the cache starts its table
+// over when kinds pile up (devices.MaxKinds), and a kept state must not
+// read another kind's verdict.
+func (s *preFilterState) kindsValid() bool {
+	kinds := s.cache.Kinds()
+	return len(kinds) >= len(s.kinds) && slices.Equal(kinds[:len(s.kinds)], s.kinds)
+}
+
+// groupStateKey keys a pod's state in the PodGroupCycleState.
+func groupStateKey(pod *v1.Pod) fwk.StateKey {
+	return fwk.StateKey("PreFilter" + Name + "/" + string(pod.UID))
+}
+
+// groupState is the state PreFilter computed for pod in an earlier
+// placement of the same pod-group cycle, or nil. Within one cycle the
+// snapshot's node objects stay; only the pods the scheduler assumes for a
+// placement, and forgets after it, change. What the state holds of nodes
+// is of their objects (the selector's verdicts, the offers), but for the
+// free devices per kind, DevicePack's scarcity weights: those stay as the
+// first placement saw them, a few devices off, the same for every
+// placement. Only device-plugin requests are kept: a DRA-served request's
+// verdicts read the claims, which a placement's pods allocate.
+func groupState(group fwk.PodGroupCycleState, pod *v1.Pod) *preFilterState {
+	if group == nil {
+		return nil
+	}
+	c, err := group.Read(groupStateKey(pod))
+	if err != nil {
+		return nil
+	}
+	s, _ := c.(*preFilterState)
+	return s
 }
 
 // refresh brings the node cache up to the cycle's nodes and returns its

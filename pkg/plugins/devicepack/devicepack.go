@@ -58,6 +58,18 @@ type DevicePack struct {
 	dra *dra.Tracker
 	// resourcesKey names the device resources (shared.ResourcesKey).
 	resourcesKey string
+
+	// groups is the distribution of pod-group shapes PlacementScore counts
+	// domains against (placement.go); placementMu lets one of a cycle's
+	// parallel ScorePlacement calls build the cycle's domains.
+	groups      *groupShapes
+	placementMu sync.Mutex
+	// podDomains are the domains single pods are scored against, kept from
+	// cycle to cycle (PreScore, under scratchMu); groupDomains those
+	// placements are (ScorePlacement, under placementMu).
+	podDomains, groupDomains podDomains
+	// listNodes overrides the snapshot's node list (tests).
+	listNodes func() ([]fwk.NodeInfo, error)
 }
 
 type weights struct {
@@ -100,6 +112,9 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 		},
 		workload: w,
 		dra:      dra.NewTracker(),
+		groups:   newGroupShapes(args.Workload.HalfLifePods),
+
+		groupDomains: podDomains{withValues: true},
 
 		resourcesKey: shared.ResourcesKey(args.DeviceResources),
 	}

@@ -33,6 +33,11 @@ type preScoreState struct {
 	maxValue int64
 	// dra holds the candidates with DRA devices (prepareDRA), by name.
 	dra map[string]*draNode
+	// domains: the topology domains of the pod groups DevicePack placed,
+	// with their free devices, when any group had a topology key and the
+	// pod asks for devices (nil otherwise): Score charges a node what
+	// taking the pod there costs those groups (domainsState.nodeLoss).
+	domains *domainsState
 }
 
 // terms are Score's sums, in thousandths of a device.
@@ -214,6 +219,18 @@ func (pl *DevicePack) PreScore(ctx context.Context, cycleState fwk.CycleState, p
 		s.computeKinds(table, pl.weights.scarcity > 0 && devicePod)
 		s.finishDRA()
 	}
+	// Domains single pods keep whole (podDomains). Not in a pod-group
+	// cycle: there the placement's PlacementScore chooses the domain, and a
+	// pod's candidates all lie in the one domain the placement tries.
+	if len(demand) > 0 && !cycleState.IsPodGroupSchedulingCycle() {
+		if key, shapes, _ := pl.groups.current(); key != "" {
+			all, err := pl.snapshotNodes(nodes)
+			if err != nil {
+				return fwk.AsStatus(fmt.Errorf("listing nodes: %w", err))
+			}
+			s.domains = pl.podDomains.refresh(pl, key, shapes, all)
+		}
+	}
 	cycleState.Write(preScoreStateKey, s)
 	return nil
 }
@@ -359,7 +376,9 @@ func (pl *DevicePack) value(d devices.Device) int64 {
 // Score is, in thousandths of a device (terms weighted by the args):
 //
 //   - fragmentation: -(growth of expected stranded devices), summed over the
-//     node's device resources (CPU pods can strand devices too);
+//     node's device resources (CPU pods can strand devices too), and, once
+//     pod groups with a topology key were placed, -(expected devices of the
+//     node's domain those groups could no longer use: nodeLoss);
 //   - best fit: how full the requested devices are after the placement;
 //   - product value: 1000 - value/maxValue·1000 for the devices taken;
 //   - device-node penalty for device-free pods (deviceNodePolicy Prefer).
@@ -423,6 +442,9 @@ func (pl *DevicePack) score(s *preScoreState, nodeInfo fwk.NodeInfo) int64 {
 	}
 	if dn := s.dra[nodeInfo.Node().Name]; dn != nil {
 		pl.scoreDRA(s, dn, &t)
+	}
+	if s.domains != nil {
+		t.frag -= int64(math.Round(s.domains.nodeLoss(nodeInfo.Node().Name, s.demand) * 1000))
 	}
 	score := pl.weights.fragmentation*t.frag + pl.weights.bestFit*t.fit + pl.weights.productValue*t.value + pl.weights.scarcity*t.scarcity
 	if t.hasDevices && !s.devicePod {
