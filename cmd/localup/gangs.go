@@ -263,11 +263,7 @@ func gangReport(out io.Writer, nodes []v1.Node, pods []v1.Pod, jobs []job) []str
 // with the Workload API and topology-aware placement on, the clique fleet,
 // the seeded mix of gangs and single pods, the report per clique.
 func runWorkload(ctx context.Context, o options, dir string, procs *[]*controlplane.Process) error {
-	binDir, err := filepath.Abs(o.binDir)
-	if err != nil {
-		return err
-	}
-	config, err := filepath.Abs(o.config)
+	binDir, config, err := o.absPaths()
 	if err != nil {
 		return err
 	}

@@ -139,12 +139,18 @@ func reportFailure(err error, dir string) {
 	}
 }
 
-func runLocal(ctx context.Context, o options, dir string, procs *[]*controlplane.Process) error {
-	binDir, err := filepath.Abs(o.binDir)
-	if err != nil {
-		return err
+// absPaths returns --bin-dir and --config as absolute paths, which the
+// processes and files localup hands them to need.
+func (o options) absPaths() (binDir, config string, err error) {
+	if binDir, err = filepath.Abs(o.binDir); err != nil {
+		return "", "", err
 	}
-	config, err := filepath.Abs(o.config)
+	config, err = filepath.Abs(o.config)
+	return binDir, config, err
+}
+
+func runLocal(ctx context.Context, o options, dir string, procs *[]*controlplane.Process) error {
+	binDir, config, err := o.absPaths()
 	if err != nil {
 		return err
 	}

@@ -106,20 +106,7 @@ func (pl *DevicePack) PlacementScoreExtensions() fwk.PlacementScoreExtensions { 
 // NormalizePlacementScore maps raw scores linearly onto [MinScore, MaxScore],
 // as NormalizeScore does for nodes; equal raw scores all get MaxScore.
 func (pl *DevicePack) NormalizePlacementScore(_ context.Context, _ fwk.PodGroupCycleState, _ fwk.PodGroupInfo, scores []fwk.PlacementScore) *fwk.Status {
-	if len(scores) == 0 {
-		return nil
-	}
-	lo, hi := scores[0].Score, scores[0].Score
-	for _, s := range scores[1:] {
-		lo, hi = min(lo, s.Score), max(hi, s.Score)
-	}
-	for i := range scores {
-		if hi == lo {
-			scores[i].Score = fwk.MaxScore
-			continue
-		}
-		scores[i].Score = fwk.MinScore + int64(math.Round(float64(scores[i].Score-lo)*float64(fwk.MaxScore-fwk.MinScore)/float64(hi-lo)))
-	}
+	rescale(scores, func(s *fwk.PlacementScore) *int64 { return &s.Score })
 	return nil
 }
 

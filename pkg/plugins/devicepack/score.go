@@ -475,25 +475,28 @@ func (pl *DevicePack) ScoreExtensions() fwk.ScoreExtensions { return pl }
 // NormalizeScore maps raw scores linearly onto [0, MaxNodeScore]; equal raw
 // scores (no preference) all get MaxNodeScore.
 func (pl *DevicePack) NormalizeScore(_ context.Context, _ fwk.CycleState, _ *v1.Pod, scores fwk.NodeScoreList) *fwk.Status {
-	if len(scores) == 0 {
-		return nil
-	}
-	lo, hi := scores[0].Score, scores[0].Score
-	for _, s := range scores[1:] {
-		lo, hi = min(lo, s.Score), max(hi, s.Score)
-	}
-	for i := range scores {
-		if hi == lo {
-			scores[i].Score = fwk.MaxNodeScore
-			continue
-		}
-		scores[i].Score = normalize(scores[i].Score, lo, hi)
-	}
+	rescale(scores, func(s *fwk.NodeScore) *int64 { return &s.Score })
 	return nil
 }
 
-// normalize computes (v-lo)·MaxNodeScore/(hi-lo) in float64: the raw range
-// can exceed what an int64 product could hold.
-func normalize(v, lo, hi int64) int64 {
-	return int64(math.Round(float64(v-lo) * float64(fwk.MaxNodeScore) / float64(hi-lo)))
+// rescale maps the raw scores score(&list[i]) linearly onto [MinScore,
+// MaxScore] in place (MinNodeScore and MaxNodeScore are the same bounds);
+// equal raw scores all get MaxScore.
+func rescale[T any](list []T, score func(*T) *int64) {
+	if len(list) == 0 {
+		return
+	}
+	lo, hi := *score(&list[0]), *score(&list[0])
+	for i := range list[1:] {
+		v := *score(&list[i+1])
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	for i := range list {
+		v := score(&list[i])
+		if hi == lo {
+			*v = fwk.MaxScore
+			continue
+		}
+		*v = fwk.MinScore + int64(math.Round(float64(*v-lo)*float64(fwk.MaxScore-fwk.MinScore)/float64(hi-lo)))
+	}
 }
