@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/devicefit/devicefit/pkg/devices"
@@ -24,6 +25,7 @@ type Class struct {
 	Resource v1.ResourceName
 	// matches[id]: the class's selectors select device id of the inventory.
 	matches []bool
+	obj     *resourceapi.DeviceClass
 }
 
 // Selects reports whether the class selects d.
@@ -73,10 +75,19 @@ type View struct {
 	byName   map[string]*Class
 	resolver fwk.DeviceClassResolver
 	claims   fwk.ResourceClaimTracker
-	// entries and capacity memoise Entries and Capacity per node.
-	entries  map[string][]Entry
-	capacity map[string]float64
-	scratch  []*devices.DRADevice
+	// held is the tracker's state the view was made from, at generation
+	// gen; memo memoises Entries and Capacity per node (DRANode.Index) for
+	// the cycle, held.memo across cycles.
+	held    *held
+	gen     uint64
+	memo    []viewMemo
+	scratch []*devices.DRADevice
+}
+
+type viewMemo struct {
+	entries            []Entry
+	capacity           float64
+	hasEntries, hasCap bool
 }
 
 // Node returns the DRA devices published for node, or nil.
@@ -123,31 +134,76 @@ func (v *View) Kinds() []devices.DeviceKind {
 
 // Entries returns node's device resources served from slices, one per
 // class and kind of device, in class order; nil for a node without DRA
-// devices. Memoised for the cycle.
+// devices. Memoised, across cycles too: the tracker keeps them until the
+// node's devices or the DeviceClasses change (held.go). The entries are
+// shared: callers must not modify them.
 func (v *View) Entries(node string) []Entry {
 	if v == nil {
 		return nil
 	}
-	if e, ok := v.entries[node]; ok {
-		return e
+	n := v.inv.Nodes[node]
+	if n == nil {
+		return nil
 	}
-	e := v.compute(v.inv.Nodes[node], nil)
-	v.entries[node] = e
-	return e
+	m := &v.memo[n.Index]
+	if m.hasEntries {
+		return m.entries
+	}
+	t := v.tracker
+	t.mu.Lock()
+	hm := &v.held.memo[n.Index]
+	found := t.held == v.held && v.held.valid(n.Index, hm.entriesGen, v.gen)
+	if found {
+		m.entries = hm.entries
+	}
+	t.mu.Unlock()
+	if !found {
+		m.entries = v.computeInto(n, nil)
+		t.mu.Lock()
+		// A view older than the node's last change would store entries
+		// that valid never accepts again (harmless, but it would replace
+		// good ones).
+		if t.held == v.held && v.held.changed[n.Index] <= v.gen {
+			hm.entries, hm.entriesGen = m.entries, v.gen
+		}
+		t.mu.Unlock()
+	}
+	m.hasEntries = true
+	return m.entries
 }
 
 // Capacity returns the node's free DRA capacity in whole devices
-// (devices.DRAUsage.FreeCapacity). Memoised for the cycle.
+// (devices.DRAUsage.FreeCapacity). Memoised as Entries is.
 func (v *View) Capacity(node string) float64 {
 	if v == nil {
 		return 0
 	}
-	if c, ok := v.capacity[node]; ok {
-		return c
+	n := v.inv.Nodes[node]
+	if n == nil {
+		return 0
 	}
-	c := v.usage.FreeCapacity(v.inv.Nodes[node])
-	v.capacity[node] = c
-	return c
+	m := &v.memo[n.Index]
+	if m.hasCap {
+		return m.capacity
+	}
+	t := v.tracker
+	t.mu.Lock()
+	hm := &v.held.memo[n.Index]
+	found := t.held == v.held && v.held.valid(n.Index, hm.capacityGen, v.gen)
+	if found {
+		m.capacity = hm.capacity
+	}
+	t.mu.Unlock()
+	if !found {
+		m.capacity = v.usage.FreeCapacity(n)
+		t.mu.Lock()
+		if t.held == v.held && v.held.changed[n.Index] <= v.gen {
+			hm.capacity, hm.capacityGen = m.capacity, v.gen
+		}
+		t.mu.Unlock()
+	}
+	m.hasCap = true
+	return m.capacity
 }
 
 // EntriesAfter returns node's entries and free capacity as they would be
@@ -158,13 +214,6 @@ func (v *View) EntriesAfter(node string, picks []Pick, reqs []Request, out []Ent
 	v.hold(picks, reqs)
 	defer v.release(picks, reqs)
 	return v.computeInto(n, out[:0]), v.usage.FreeCapacity(n)
-}
-
-func (v *View) compute(n *devices.DRANode, out []Entry) []Entry {
-	if n == nil {
-		return nil
-	}
-	return v.computeInto(n, out)
 }
 
 func (v *View) computeInto(n *devices.DRANode, out []Entry) []Entry {
