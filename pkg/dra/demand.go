@@ -127,6 +127,9 @@ func (v *View) Picks(node string, reqs []Request, served func(Request) bool, out
 	ok = true
 	out = out[:0]
 	held := v.scratch[:0]
+	// holding: an earlier request's picks are held, so the usage is not
+	// the view's own.
+	holding := false
 	defer func() {
 		v.release(out, reqs)
 		v.scratch = held[:0]
@@ -146,13 +149,25 @@ func (v *View) Picks(node string, reqs []Request, served func(Request) bool, out
 				return v.tracker.allMatch(v.ctx, r.selectors, d)
 			}
 		}
-		var found bool
-		held, found = v.usage.FirstFit(n, match, r.Count, r.Capacity, held[:0])
+		var found, memoised bool
+		if !holding && n != nil && r.Count >= 0 && len(r.selectors) == 0 && r.Capacity.Empty() {
+			// Nothing taken yet: the memoised first fit of the class, whose
+			// first Count devices are what FirstFit would give.
+			var order []*devices.DRADevice
+			if order, memoised = v.firstFree(n, r.Class); memoised {
+				found = int64(len(order)) >= r.Count
+				held = append(held[:0], order[:min(int64(len(order)), r.Count)]...)
+			}
+		}
+		if !memoised {
+			held, found = v.usage.FirstFit(n, match, r.Count, r.Capacity, held[:0])
+		}
 		if !found {
 			ok = false
 			continue
 		}
 		v.usage.Hold(held, r.Capacity)
+		holding = holding || len(held) > 0
 		for _, d := range held {
 			out = append(out, Pick{Device: d, Request: i})
 		}

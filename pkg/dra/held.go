@@ -62,6 +62,7 @@ type held struct {
 type nodeMemo struct {
 	entriesGen, capacityGen uint64
 	entries                 []Entry
+	free                    [][]*devices.DRADevice
 	capacity                float64
 }
 

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/devicefit/devicefit/internal/nvdra"
+	"github.com/devicefit/devicefit/pkg/devices"
 )
 
 // crossNodeCounters is a pool whose devices sit on two nodes
@@ -188,8 +189,59 @@ func TestHeldMatchesFresh(t *testing.T) {
 				if got := s.v.Capacity(name); got != s.cap[name] {
 					t.Fatalf("step %d (op %d), view of step %d, node %s: capacity %v, want %v", step, op, old, name, got, s.cap[name])
 				}
+				for _, c := range s.v.classes {
+					k := int64(rng.Intn(4))
+					reqs := []Request{{Resource: c.Resource, Class: c, Count: k}}
+					if rng.Intn(3) == 0 {
+						reqs[0].Capacity = devices.NewCapacityRequest(&resourceapi.CapacityRequirements{
+							Requests: map[resourceapi.QualifiedName]resource.Quantity{nvdra.Shares: resource.MustParse("300")}})
+					}
+					if rng.Intn(3) == 0 {
+						reqs = append(reqs, Request{Resource: c.Resource, Class: c, Count: 1})
+					}
+					got, gotOK := s.v.Picks(name, reqs, func(Request) bool { return true }, nil)
+					want, wantOK := refPicks(s.v.usage, s.v.Node(name), reqs)
+					if g, w := picksText(got, gotOK), picksText(want, wantOK); g != w {
+						t.Fatalf("step %d (op %d), view of step %d, node %s: picks %v\n got %s\nwant %s", step, op, old, name, reqs, g, w)
+					}
+				}
 			}
 		}
 	}
 	t.Logf("operations: %v; %d claims, %d in flight at the end", changes, len(m.Claims), len(m.pending))
+}
+
+// refPicks is Picks without memos: first fit for each request in turn, the
+// picks of the ones before held.
+func refPicks(u *devices.DRAUsage, n *devices.DRANode, reqs []Request) (out []Pick, ok bool) {
+	ok = true
+	type held struct {
+		picks []*devices.DRADevice
+		r     devices.CapacityRequest
+	}
+	var holds []held
+	for i, r := range reqs {
+		picks, found := u.FirstFit(n, r.Class.Selects, r.Count, r.Capacity, nil)
+		if !found {
+			ok = false
+			continue
+		}
+		u.Hold(picks, r.Capacity)
+		holds = append(holds, held{picks, r.Capacity})
+		for _, d := range picks {
+			out = append(out, Pick{Device: d, Request: i})
+		}
+	}
+	for i := len(holds) - 1; i >= 0; i-- {
+		u.Release(holds[i].picks, holds[i].r)
+	}
+	return out, ok
+}
+
+func picksText(picks []Pick, ok bool) string {
+	out := fmt.Sprint(ok)
+	for _, p := range picks {
+		out += fmt.Sprintf(" %d:%s/%s", p.Request, p.Device.Pool, p.Device.Name)
+	}
+	return out
 }

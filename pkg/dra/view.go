@@ -85,7 +85,10 @@ type View struct {
 }
 
 type viewMemo struct {
-	entries            []Entry
+	entries []Entry
+	// free is, per class (index into View.classes), what its first fit
+	// gives on the node: every device a claim of it could get at once.
+	free               [][]*devices.DRADevice
 	capacity           float64
 	hasEntries, hasCap bool
 }
@@ -145,31 +148,49 @@ func (v *View) Entries(node string) []Entry {
 	if n == nil {
 		return nil
 	}
+	return v.nodeEntries(n).entries
+}
+
+// nodeEntries returns n's memo with its entries and first-fit orders.
+func (v *View) nodeEntries(n *devices.DRANode) *viewMemo {
 	m := &v.memo[n.Index]
 	if m.hasEntries {
-		return m.entries
+		return m
 	}
 	t := v.tracker
 	t.mu.Lock()
 	hm := &v.held.memo[n.Index]
 	found := t.held == v.held && v.held.valid(n.Index, hm.entriesGen, v.gen)
 	if found {
-		m.entries = hm.entries
+		m.entries, m.free = hm.entries, hm.free
 	}
 	t.mu.Unlock()
 	if !found {
-		m.entries = v.computeInto(n, nil)
+		m.free = make([][]*devices.DRADevice, len(v.classes))
+		m.entries = v.computeInto(n, nil, m.free)
 		t.mu.Lock()
 		// A view older than the node's last change would store entries
 		// that valid never accepts again (harmless, but it would replace
 		// good ones).
 		if t.held == v.held && v.held.changed[n.Index] <= v.gen {
-			hm.entries, hm.entriesGen = m.entries, v.gen
+			hm.entries, hm.free, hm.entriesGen = m.entries, m.free, v.gen
 		}
 		t.mu.Unlock()
 	}
 	m.hasEntries = true
-	return m.entries
+	return m
+}
+
+// firstFree returns the devices of n that class c's first fit gives, all
+// it can, in order (nil when c is not one of the view's classes): a
+// request of c for k devices asking no capacity gets the first k.
+func (v *View) firstFree(n *devices.DRANode, c *Class) ([]*devices.DRADevice, bool) {
+	for i, vc := range v.classes {
+		if vc == c {
+			return v.nodeEntries(n).free[i], true
+		}
+	}
+	return nil, false
 }
 
 // Capacity returns the node's free DRA capacity in whole devices
@@ -213,14 +234,16 @@ func (v *View) EntriesAfter(node string, picks []Pick, reqs []Request, out []Ent
 	n := v.inv.Nodes[node]
 	v.hold(picks, reqs)
 	defer v.release(picks, reqs)
-	return v.computeInto(n, out[:0]), v.usage.FreeCapacity(n)
+	return v.computeInto(n, out[:0], nil), v.usage.FreeCapacity(n)
 }
 
-func (v *View) computeInto(n *devices.DRANode, out []Entry) []Entry {
+// computeInto appends n's entries to out; free, when not nil, gets per
+// class (of v.classes) the devices of its first fit.
+func (v *View) computeInto(n *devices.DRANode, out []Entry, free [][]*devices.DRADevice) []Entry {
 	if n == nil {
 		return out
 	}
-	for _, c := range v.classes {
+	for ci, c := range v.classes {
 		start := len(out)
 		for _, d := range n.Devices {
 			if !c.Selects(d) {
@@ -247,6 +270,9 @@ func (v *View) computeInto(n *devices.DRANode, out []Entry) []Entry {
 		picks, _ = v.usage.FirstFit(n, c.Selects, math.MaxInt64, devices.CapacityRequest{}, v.scratch[:0])
 		for _, d := range picks {
 			entryFor(&out, start, c, d.Facts).Free++
+		}
+		if free != nil && len(picks) > 0 {
+			free[ci] = slices.Clone(picks)
 		}
 		v.scratch = picks[:0]
 	}
