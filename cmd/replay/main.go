@@ -71,6 +71,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		devicesMode = fs.String("devices", string(replay.DevicesPlugin), "how the fleet's GPUs reach the scheduler: plugin (node allocatable) or dra (ResourceSlices and a DeviceClass serving nvidia.com/gpu)")
 		quiet       = fs.Bool("quiet", false, "no progress on stderr")
 		cpuProfile  = fs.String("cpuprofile", "", "write a CPU profile (pprof) to this file")
+		memProfile  = fs.String("memprofile", "", "write a heap profile (pprof, allocations included) to this file at the end")
 		profiles    = fs.StringArray("profile", nil, "KubeSchedulerConfiguration file to replay as a further policy, named by the file's base name (repeatable)")
 	)
 	rest, code, exit := cmd.Parse(args, stdout, stderr)
@@ -128,6 +129,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return fail(err)
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if *memProfile != "" {
+		defer func() {
+			f, err := os.Create(*memProfile)
+			if err == nil {
+				err = pprof.Lookup("allocs").WriteTo(f, 0)
+				f.Close()
+			}
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "memprofile:", err)
+			}
+		}()
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
