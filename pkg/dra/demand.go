@@ -123,7 +123,11 @@ type Pick struct {
 // that apply on the node count: extended ones where the node does not
 // advertise the resource as allocatable (served reports that).
 func (v *View) Picks(node string, reqs []Request, served func(Request) bool, out []Pick) (_ []Pick, ok bool) {
-	n := v.inv.Nodes[node]
+	return v.NodePicks(v.inv.Nodes[node], reqs, served, out)
+}
+
+// NodePicks is Picks for a node Node returned (nil: none).
+func (v *View) NodePicks(n *devices.DRANode, reqs []Request, served func(Request) bool, out []Pick) (_ []Pick, ok bool) {
 	ok = true
 	out = out[:0]
 	held := v.scratch[:0]

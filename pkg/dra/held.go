@@ -61,8 +61,7 @@ type held struct {
 
 type nodeMemo struct {
 	entriesGen, capacityGen uint64
-	entries                 []Entry
-	free                    [][]*devices.DRADevice
+	data                    *nodeData
 	capacity                float64
 }
 

@@ -104,7 +104,7 @@ func (t *Tracker) View(ctx context.Context, m fwk.SharedDRAManager) (*View, erro
 	v := &View{
 		ctx: ctx, tracker: t, inv: t.inv, held: t.held,
 		byName: make(map[string]*Class, len(classList)),
-		memo:   make([]viewMemo, len(t.inv.Nodes)),
+		nodes:  make([]*nodeData, len(t.inv.Nodes)),
 		claims: m.ResourceClaims(),
 	}
 	for _, c := range classList {

@@ -80,17 +80,22 @@ type View struct {
 	// the cycle, held.memo across cycles.
 	held    *held
 	gen     uint64
-	memo    []viewMemo
+	nodes   []*nodeData
+	caps    []capMemo
 	scratch []*devices.DRADevice
 }
 
-type viewMemo struct {
+// nodeData is a node's entries and, per class (index into View.classes),
+// what its first fit gives there: every device a claim of it could get at
+// once, in order. Never modified once made; views and the tracker share it.
+type nodeData struct {
 	entries []Entry
-	// free is, per class (index into View.classes), what its first fit
-	// gives on the node: every device a claim of it could get at once.
-	free               [][]*devices.DRADevice
-	capacity           float64
-	hasEntries, hasCap bool
+	free    [][]*devices.DRADevice
+}
+
+type capMemo struct {
+	capacity float64
+	ok       bool
 }
 
 // Node returns the DRA devices published for node, or nil.
@@ -144,41 +149,44 @@ func (v *View) Entries(node string) []Entry {
 	if v == nil {
 		return nil
 	}
-	n := v.inv.Nodes[node]
-	if n == nil {
-		return nil
-	}
-	return v.nodeEntries(n).entries
+	return v.NodeEntries(v.inv.Nodes[node])
 }
 
-// nodeEntries returns n's memo with its entries and first-fit orders.
-func (v *View) nodeEntries(n *devices.DRANode) *viewMemo {
-	m := &v.memo[n.Index]
-	if m.hasEntries {
-		return m
+// NodeEntries is Entries for a node Node returned (nil: none).
+func (v *View) NodeEntries(n *devices.DRANode) []Entry {
+	if v == nil || n == nil {
+		return nil
+	}
+	return v.nodeData(n).entries
+}
+
+// nodeData returns n's entries and first-fit orders, memoised.
+func (v *View) nodeData(n *devices.DRANode) *nodeData {
+	if d := v.nodes[n.Index]; d != nil {
+		return d
 	}
 	t := v.tracker
 	t.mu.Lock()
 	hm := &v.held.memo[n.Index]
-	found := t.held == v.held && v.held.valid(n.Index, hm.entriesGen, v.gen)
-	if found {
-		m.entries, m.free = hm.entries, hm.free
+	d := hm.data
+	if t.held != v.held || !v.held.valid(n.Index, hm.entriesGen, v.gen) {
+		d = nil
 	}
 	t.mu.Unlock()
-	if !found {
-		m.free = make([][]*devices.DRADevice, len(v.classes))
-		m.entries = v.computeInto(n, nil, m.free)
+	if d == nil {
+		d = &nodeData{free: make([][]*devices.DRADevice, len(v.classes))}
+		d.entries = v.computeInto(n, nil, d.free)
 		t.mu.Lock()
 		// A view older than the node's last change would store entries
 		// that valid never accepts again (harmless, but it would replace
 		// good ones).
 		if t.held == v.held && v.held.changed[n.Index] <= v.gen {
-			hm.entries, hm.free, hm.entriesGen = m.entries, m.free, v.gen
+			hm.data, hm.entriesGen = d, v.gen
 		}
 		t.mu.Unlock()
 	}
-	m.hasEntries = true
-	return m
+	v.nodes[n.Index] = d
+	return d
 }
 
 // firstFree returns the devices of n that class c's first fit gives, all
@@ -187,7 +195,7 @@ func (v *View) nodeEntries(n *devices.DRANode) *viewMemo {
 func (v *View) firstFree(n *devices.DRANode, c *Class) ([]*devices.DRADevice, bool) {
 	for i, vc := range v.classes {
 		if vc == c {
-			return v.nodeEntries(n).free[i], true
+			return v.nodeData(n).free[i], true
 		}
 	}
 	return nil, false
@@ -199,12 +207,19 @@ func (v *View) Capacity(node string) float64 {
 	if v == nil {
 		return 0
 	}
-	n := v.inv.Nodes[node]
-	if n == nil {
+	return v.NodeCapacity(v.inv.Nodes[node])
+}
+
+// NodeCapacity is Capacity for a node Node returned (nil: none).
+func (v *View) NodeCapacity(n *devices.DRANode) float64 {
+	if v == nil || n == nil {
 		return 0
 	}
-	m := &v.memo[n.Index]
-	if m.hasCap {
+	if v.caps == nil {
+		v.caps = make([]capMemo, len(v.nodes))
+	}
+	m := &v.caps[n.Index]
+	if m.ok {
 		return m.capacity
 	}
 	t := v.tracker
@@ -223,7 +238,7 @@ func (v *View) Capacity(node string) float64 {
 		}
 		t.mu.Unlock()
 	}
-	m.hasCap = true
+	m.ok = true
 	return m.capacity
 }
 
@@ -231,7 +246,11 @@ func (v *View) Capacity(node string) float64 {
 // with picks (of reqs, as Picks returned them) held by claims: what a
 // placement leaves. Not memoised; out is reused.
 func (v *View) EntriesAfter(node string, picks []Pick, reqs []Request, out []Entry) ([]Entry, float64) {
-	n := v.inv.Nodes[node]
+	return v.NodeEntriesAfter(v.inv.Nodes[node], picks, reqs, out)
+}
+
+// NodeEntriesAfter is EntriesAfter for a node Node returned.
+func (v *View) NodeEntriesAfter(n *devices.DRANode, picks []Pick, reqs []Request, out []Entry) ([]Entry, float64) {
 	v.hold(picks, reqs)
 	defer v.release(picks, reqs)
 	return v.computeInto(n, out[:0], nil), v.usage.FreeCapacity(n)
