@@ -134,8 +134,11 @@ func (v *View) NodePicks(n *devices.DRANode, reqs []Request, served func(Request
 	// holding: an earlier request's picks are held, so the usage is not
 	// the view's own.
 	holding := false
+	// The picks of every request but the last are held while the later
+	// ones are placed: out[:nheld].
+	nheld := 0
 	defer func() {
-		v.release(out, reqs)
+		v.release(out[:nheld], reqs)
 		v.scratch = held[:0]
 	}()
 	for i, r := range reqs {
@@ -170,10 +173,13 @@ func (v *View) NodePicks(n *devices.DRANode, reqs []Request, served func(Request
 			ok = false
 			continue
 		}
-		v.usage.Hold(held, r.Capacity)
-		holding = holding || len(held) > 0
 		for _, d := range held {
 			out = append(out, Pick{Device: d, Request: i})
+		}
+		if i < len(reqs)-1 {
+			v.usage.Hold(held, r.Capacity)
+			holding = holding || len(held) > 0
+			nheld = len(out)
 		}
 	}
 	return out, ok

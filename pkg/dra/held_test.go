@@ -94,6 +94,7 @@ func TestHeldMatchesFresh(t *testing.T) {
 		v       *View
 		entries map[string]string
 		cap     map[string]float64
+		usage   *devices.DRAUsage
 	}
 	var views []seen
 	next := 0
@@ -162,14 +163,15 @@ func TestHeldMatchesFresh(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if fresh := newHeld(v.inv, tr.ids, state); !fresh.usage.Equal(v.usage) {
+		fresh := newHeld(v.inv, tr.ids, state)
+		if !fresh.usage.Equal(v.usage) {
 			t.Fatalf("step %d (op %d): the usage kept differs from one computed afresh", step, op)
 		}
 		freshView, err := NewTracker().View(ctx, m)
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := seen{v: v, entries: map[string]string{}, cap: map[string]float64{}}
+		s := seen{v: v, entries: map[string]string{}, cap: map[string]float64{}, usage: fresh.usage}
 		for name := range freshView.Nodes() {
 			s.entries[name] = entryText(freshView.Entries(name))
 			s.cap[name] = freshView.Capacity(name)
@@ -203,6 +205,9 @@ func TestHeldMatchesFresh(t *testing.T) {
 					want, wantOK := refPicks(s.v.usage, s.v.Node(name), reqs)
 					if g, w := picksText(got, gotOK), picksText(want, wantOK); g != w {
 						t.Fatalf("step %d (op %d), view of step %d, node %s: picks %v\n got %s\nwant %s", step, op, old, name, reqs, g, w)
+					}
+					if !s.usage.Equal(s.v.usage) {
+						t.Fatalf("step %d (op %d), view of step %d, node %s: picks %v left the view's usage changed", step, op, old, name, reqs)
 					}
 				}
 			}
