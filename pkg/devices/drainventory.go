@@ -75,6 +75,8 @@ type DRANode struct {
 type DRAInventory struct {
 	Devices []*DRADevice
 	Nodes   map[string]*DRANode
+	// ByIndex lists the nodes by DRANode.Index.
+	ByIndex []*DRANode
 	// counters holds each shared counter's value (pool, counter set and
 	// counter flattened); counterNames the matching "pool/set/counter",
 	// counterSet the index of its set in sets, which lists each set's
@@ -187,6 +189,7 @@ func (inv *DRAInventory) addPool(k poolKey, poolSlices []*resourceapi.ResourceSl
 			if n == nil {
 				n = &DRANode{Name: node, Index: len(inv.Nodes)}
 				inv.Nodes[node] = n
+				inv.ByIndex = append(inv.ByIndex, n)
 			}
 			n.Devices = append(n.Devices, d)
 			for _, c := range d.consumes {

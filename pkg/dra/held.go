@@ -53,6 +53,13 @@ type held struct {
 	// memo keeps each node's entries and capacity with the generation they
 	// were computed at.
 	memo []nodeMemo
+	// kindFree is, per kind (Tracker.kind), the free devices of every
+	// node's entries at generation totalsGen (0: not counted); counted
+	// holds the node data counted, pending the nodes changed since.
+	kindFree  []int64
+	totalsGen uint64
+	counted   []*nodeData
+	pending   []int
 	// dirty and mark are scratch space.
 	dirty []int
 	mark  []bool
@@ -85,6 +92,7 @@ func newHeld(inv *devices.DRAInventory, ids map[structured.DeviceID]*devices.DRA
 		memo:      make([]nodeMemo, len(inv.Nodes)),
 		mark:      make([]bool, len(inv.Devices)),
 		nodeOf:    make([]int, len(inv.Devices)),
+		counted:   make([]*nodeData, len(inv.Nodes)),
 	}
 	for id, d := range ids {
 		h.devIDs[d.ID] = id
@@ -231,16 +239,39 @@ func (h *held) update(ids map[structured.DeviceID]*devices.DRADevice, state *str
 func (h *held) touch(d *devices.DRADevice) {
 	h.sets = h.inv.CounterSets(d, h.sets[:0])
 	if len(h.sets) == 0 {
-		h.changed[h.nodeOf[d.ID]] = h.gen
+		h.change(h.nodeOf[d.ID])
 		return
 	}
 	for _, set := range h.sets {
 		if set < len(h.setNodes) {
 			for _, i := range h.setNodes[set] {
-				h.changed[i] = h.gen
+				h.change(i)
 			}
 		}
 	}
+}
+
+// change records that node i changed at the current generation.
+func (h *held) change(i int) {
+	if h.changed[i] == h.gen {
+		return
+	}
+	h.changed[i] = h.gen
+	if h.totalsGen != 0 {
+		h.pending = append(h.pending, i)
+		if len(h.pending) > len(h.changed) {
+			h.resetTotals()
+		}
+	}
+}
+
+// resetTotals drops the free counts per kind: the next FreeByKind counts
+// every node.
+func (h *held) resetTotals() {
+	h.totalsGen = 0
+	h.pending = h.pending[:0]
+	clear(h.kindFree)
+	clear(h.counted)
 }
 
 // setClasses records the DeviceClass objects a view serves; when they are
@@ -258,4 +289,5 @@ func (h *held) setClasses(objs []*resourceapi.DeviceClass) {
 	for i := range h.changed {
 		h.changed[i] = h.gen
 	}
+	h.resetTotals()
 }

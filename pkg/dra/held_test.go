@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"slices"
 	"strings"
 	"testing"
 
@@ -95,6 +96,7 @@ func TestHeldMatchesFresh(t *testing.T) {
 		entries map[string]string
 		cap     map[string]float64
 		usage   *devices.DRAUsage
+		free    string
 	}
 	var views []seen
 	next := 0
@@ -172,15 +174,30 @@ func TestHeldMatchesFresh(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := seen{v: v, entries: map[string]string{}, cap: map[string]float64{}, usage: fresh.usage}
+		freeByKind := map[devices.DeviceKind]int64{}
 		for name := range freshView.Nodes() {
 			s.entries[name] = entryText(freshView.Entries(name))
 			s.cap[name] = freshView.Capacity(name)
+			for _, e := range freshView.Entries(name) {
+				freeByKind[devices.DeviceKind{Resource: e.Resource, Device: e.Device}] += e.Free
+			}
 		}
+		s.free = kindText(freeByKind)
 		views = append(views, s)
 		// Ask this view and a few older ones about a few nodes each, in
 		// random order, as cycles and scrapes do.
 		for _, old := range []int{len(views) - 1, rng.Intn(len(views)), rng.Intn(len(views))} {
 			s := views[old]
+			if rng.Intn(2) == 0 {
+				got := map[devices.DeviceKind]int64{}
+				kinds := s.v.Kinds()
+				for k, f := range s.v.FreeByKind(nil) {
+					got[kinds[k]] += f
+				}
+				if g := kindText(got); g != s.free {
+					t.Fatalf("step %d (op %d), view of step %d: free by kind\n got %s\nwant %s", step, op, old, g, s.free)
+				}
+			}
 			for name := range s.entries {
 				if rng.Intn(2) == 0 {
 					continue
@@ -249,4 +266,15 @@ func picksText(picks []Pick, ok bool) string {
 		out += fmt.Sprintf(" %d:%s/%s", p.Request, p.Device.Pool, p.Device.Name)
 	}
 	return out
+}
+
+func kindText(m map[devices.DeviceKind]int64) string {
+	var out []string
+	for k, f := range m {
+		if f != 0 {
+			out = append(out, fmt.Sprintf("%s %s: %d", k.Resource, k.Device.Product, f))
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(out, "; ")
 }

@@ -201,6 +201,94 @@ func (v *View) firstFree(n *devices.DRANode, c *Class) ([]*devices.DRADevice, bo
 	return nil, false
 }
 
+// FreeByKind returns, appended to out[:0] and indexed by kind (Entry.Kind),
+// the free devices of every node's entries: Free summed over the cluster.
+// The tracker keeps the sums and recounts only the nodes changed since
+// (held.go); a view older than the tracker's state counts every node.
+func (v *View) FreeByKind(out []int64) []int64 {
+	out = out[:0]
+	if v == nil {
+		return out
+	}
+	t, h := v.tracker, v.held
+	t.mu.Lock()
+	current := t.held == h && h.gen == v.gen
+	var pending []int
+	all := h.totalsGen == 0
+	if current && !all {
+		pending = slices.Clone(h.pending)
+	}
+	t.mu.Unlock()
+	if !current {
+		for _, n := range v.inv.Nodes {
+			for _, e := range v.NodeEntries(n) {
+				if e.Kind >= 0 {
+					for len(out) <= e.Kind {
+						out = append(out, 0)
+					}
+					out[e.Kind] += e.Free
+				}
+			}
+		}
+		return out
+	}
+	// The entries first (computing them takes the tracker's lock), then
+	// the sums under it, unless the tracker moved on meanwhile.
+	nodes := v.inv.ByIndex
+	if all {
+		for _, n := range nodes {
+			v.nodeData(n)
+		}
+	} else {
+		for _, i := range pending {
+			v.nodeData(nodes[i])
+		}
+	}
+	t.mu.Lock()
+	if t.held != h || h.gen != v.gen || (h.totalsGen == 0) != all || len(h.pending) != len(pending) {
+		t.mu.Unlock()
+		return v.FreeByKind(out)
+	}
+	count := func(i int) {
+		for _, e := range h.counted[i].entriesOrNil() {
+			if e.Kind >= 0 {
+				h.kindFree[e.Kind] -= e.Free
+			}
+		}
+		d := v.nodes[i]
+		for _, e := range d.entries {
+			if e.Kind >= 0 {
+				for len(h.kindFree) <= e.Kind {
+					h.kindFree = append(h.kindFree, 0)
+				}
+				h.kindFree[e.Kind] += e.Free
+			}
+		}
+		h.counted[i] = d
+	}
+	if all {
+		for i := range nodes {
+			count(i)
+		}
+	} else {
+		for _, i := range pending {
+			count(i)
+		}
+	}
+	h.pending = h.pending[:0]
+	h.totalsGen = v.gen
+	out = append(out, h.kindFree...)
+	t.mu.Unlock()
+	return out
+}
+
+func (d *nodeData) entriesOrNil() []Entry {
+	if d == nil {
+		return nil
+	}
+	return d.entries
+}
+
 // Capacity returns the node's free DRA capacity in whole devices
 // (devices.DRAUsage.FreeCapacity). Memoised as Entries is.
 func (v *View) Capacity(node string) float64 {

@@ -158,11 +158,9 @@ func (pl *DevicePack) prepareDRA(v *dra.View, reqs []dra.Request, s *preScoreSta
 		s.dra[node.Name] = dn
 	}
 	if all {
-		for _, n := range v.Nodes() {
-			for _, e := range v.NodeEntries(n) {
-				if k := mapKind(kindMap, e.Kind); k >= 0 && k < len(s.kinds) {
-					s.kinds[k].free += e.Free
-				}
+		for kind, free := range v.FreeByKind(nil) {
+			if k := mapKind(kindMap, kind); k >= 0 && k < len(s.kinds) {
+				s.kinds[k].free += free
 			}
 		}
 	}
