@@ -278,3 +278,93 @@ func kindText(m map[devices.DeviceKind]int64) string {
 	slices.Sort(out)
 	return strings.Join(out, "; ")
 }
+
+// TestHeldConcurrentViews: views of one tracker made and read from two
+// goroutines at once (a scheduling cycle and a metrics scrape), each of a
+// cluster state of its own, answer as a fresh tracker does for that state.
+// Run with -race.
+func TestHeldConcurrentViews(t *testing.T) {
+	sl, devs, shared := heldFleet()
+	classes := []*resourceapi.DeviceClass{
+		nvdra.Class("gpu.nvidia.com", nvdra.WholeGPUs, "nvidia.com/gpu"),
+		nvdra.Class("mig.nvidia.com", nvdra.MIGs, ""),
+	}
+	rng := rand.New(rand.NewSource(2))
+	type want struct {
+		m       *Objects
+		entries map[string]string
+		free    string
+	}
+	var states []want
+	var claims []*resourceapi.ResourceClaim
+	for i := range 12 {
+		for range 3 {
+			dev := devs[rng.Intn(len(devs))]
+			name := fmt.Sprintf("c%d-%d", i, len(claims))
+			if shared[dev] {
+				c := nvdra.AllocatedShare("ns", name, dev, 200)
+				c.Status.Allocation.Devices.Results[0].ShareID = ptr.To(types.UID("share-" + name))
+				claims = append(claims, c)
+			} else {
+				claims = append(claims, nvdra.Allocated("ns", name, dev))
+			}
+		}
+		if len(claims) > 4 && rng.Intn(2) == 0 {
+			claims = claims[2:]
+		}
+		m := &Objects{Slices: sl, Classes: classes, Claims: slices.Clone(claims)}
+		fresh, err := NewTracker().View(context.Background(), m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := want{m: m, entries: map[string]string{}}
+		free := map[devices.DeviceKind]int64{}
+		for name := range fresh.Nodes() {
+			w.entries[name] = entryText(fresh.Entries(name))
+			for _, e := range fresh.Entries(name) {
+				free[devices.DeviceKind{Resource: e.Resource, Device: e.Device}] += e.Free
+			}
+		}
+		w.free = kindText(free)
+		states = append(states, w)
+	}
+	tr := NewTracker()
+	errs := make(chan error, 2)
+	for g := range 2 {
+		go func() {
+			rng := rand.New(rand.NewSource(int64(g)))
+			for range 150 {
+				w := states[rng.Intn(len(states))]
+				v, err := tr.View(context.Background(), w.m)
+				if err != nil {
+					errs <- err
+					return
+				}
+				for name, text := range w.entries {
+					if got := entryText(v.Entries(name)); got != text {
+						errs <- fmt.Errorf("node %s: entries\n got %s\nwant %s", name, got, text)
+						return
+					}
+					for _, c := range v.classes {
+						v.Picks(name, []Request{{Resource: c.Resource, Class: c, Count: 1}}, func(Request) bool { return true }, nil)
+					}
+				}
+				got := map[devices.DeviceKind]int64{}
+				kinds := v.Kinds()
+				for k, f := range v.FreeByKind(nil) {
+					got[kinds[k]] += f
+				}
+				if g := kindText(got); g != w.free {
+					errs <- fmt.Errorf("free by kind\n got %s\nwant %s", g, w.free)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}

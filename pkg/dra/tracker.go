@@ -7,7 +7,10 @@
 // fit could still give.
 //
 // DeviceFit and DevicePack share one View per cycle through the cycle
-// state (ForCycle), so the walk over the slices happens once per pod.
+// state (ForCycle), so the walk over the slices happens once per pod. The
+// Tracker behind the views keeps from one cycle to the next what claims
+// hold and each node's entries (held.go): a cycle recomputes only the
+// devices whose allocations changed and the nodes they are on.
 package dra
 
 import (
