@@ -1,7 +1,10 @@
 package dra
 
 import (
+	"iter"
+
 	resourceapi "k8s.io/api/resource/v1"
+	draapi "k8s.io/dynamic-resource-allocation/api"
 	"k8s.io/dynamic-resource-allocation/structured"
 
 	"github.com/devicefit/devicefit/pkg/devices"
@@ -23,6 +26,8 @@ import (
 // allocator for one allocation (a new allocation of the same device is a
 // new share ID), and a claim's allocation can only be cleared, not
 // changed, so the same share IDs of a device consume the same capacity.
+// (Two allocations written with one share ID of one device would be one
+// key in the state; the scheduler's own cache miscounts those too.)
 // A changed slice (a new inventory) starts over.
 //
 // The nodes whose devices changed are recorded with the generation of the
@@ -34,7 +39,7 @@ type held struct {
 	// dedicated and shares are the keys of the last state, each with the id
 	// of its device in inv (-1: a device the inventory does not have).
 	dedicated map[structured.DeviceID]int
-	shares    map[structured.SharedDeviceID]int
+	shares    shareSet
 	// count is, per device id, how many of the keys name it.
 	count []int
 	// devIDs is each device's structured.DeviceID.
@@ -84,7 +89,7 @@ func newHeld(inv *devices.DRAInventory, ids map[structured.DeviceID]*devices.DRA
 	h := &held{
 		inv:       inv,
 		dedicated: map[structured.DeviceID]int{},
-		shares:    map[structured.SharedDeviceID]int{},
+		shares:    shareSet{byShare: map[draapi.UniqueString]shareKey{}, full: map[structured.SharedDeviceID]int{}},
 		count:     make([]int, len(inv.Devices)),
 		devIDs:    make([]structured.DeviceID, len(inv.Devices)),
 		gen:       1,
@@ -120,7 +125,7 @@ func newHeld(inv *devices.DRAInventory, ids map[structured.DeviceID]*devices.DRA
 		// its own; what they consume is summed per device.
 		for sid := range state.AllocatedSharedDeviceIDs {
 			d := ids[sid.GetDeviceID()]
-			h.shares[sid] = h.add(d)
+			h.shares.insert(sid, h.add(d))
 			if d != nil {
 				heldDevices = append(heldDevices, d)
 			}
@@ -183,22 +188,22 @@ func (h *held) update(ids map[structured.DeviceID]*devices.DRADevice, state *str
 			}
 		}
 	}
-	before, seen = len(h.shares), 0
+	before, seen = h.shares.len(), 0
 	for sid := range shared {
-		if _, ok := h.shares[sid]; ok {
+		if h.shares.has(sid) {
 			seen++
 			continue
 		}
 		d := ids[sid.GetDeviceID()]
-		h.shares[sid] = h.add(d)
+		h.shares.insert(sid, h.add(d))
 		if d != nil {
 			dirty = append(dirty, d.ID)
 		}
 	}
 	if seen < before {
-		for sid, dev := range h.shares {
+		for sid, dev := range h.shares.all() {
 			if !shared.Has(sid) {
-				delete(h.shares, sid)
+				h.shares.remove(sid)
 				if dev >= 0 {
 					h.count[dev]--
 					dirty = append(dirty, dev)
@@ -290,4 +295,69 @@ func (h *held) setClasses(objs []*resourceapi.DeviceClass) {
 		h.changed[i] = h.gen
 	}
 	h.resetTotals()
+}
+
+// shareSet is a set of shared device IDs, each with the id of its device.
+// Looking every key of the state up once per cycle was most of the cost of
+// keeping the usage: the keys are looked up by their share ID alone (an
+// 8-byte handle, cheaper to hash and compare than the whole ID), which the
+// allocator makes unique per allocation; a key whose share ID another
+// device's key has already (never from the allocator, but nothing forbids
+// writing it) goes to full, keyed by the whole ID.
+type shareSet struct {
+	byShare map[draapi.UniqueString]shareKey
+	full    map[structured.SharedDeviceID]int
+}
+
+type shareKey struct {
+	device structured.DeviceID
+	dev    int
+}
+
+func (s *shareSet) len() int { return len(s.byShare) + len(s.full) }
+
+func (s *shareSet) has(k structured.SharedDeviceID) bool {
+	if v, ok := s.byShare[k.ShareID]; ok && v.device == k.GetDeviceID() {
+		return true
+	}
+	if len(s.full) == 0 {
+		return false
+	}
+	_, ok := s.full[k]
+	return ok
+}
+
+// insert adds k, which must not be in s.
+func (s *shareSet) insert(k structured.SharedDeviceID, dev int) {
+	if _, taken := s.byShare[k.ShareID]; taken {
+		s.full[k] = dev
+		return
+	}
+	s.byShare[k.ShareID] = shareKey{device: k.GetDeviceID(), dev: dev}
+}
+
+func (s *shareSet) remove(k structured.SharedDeviceID) {
+	if v, ok := s.byShare[k.ShareID]; ok && v.device == k.GetDeviceID() {
+		delete(s.byShare, k.ShareID)
+		return
+	}
+	delete(s.full, k)
+}
+
+// all yields every key with its device id; removing the key yielded is
+// allowed.
+func (s *shareSet) all() iter.Seq2[structured.SharedDeviceID, int] {
+	return func(yield func(structured.SharedDeviceID, int) bool) {
+		for share, v := range s.byShare {
+			k := structured.SharedDeviceID{Driver: v.device.Driver, Pool: v.device.Pool, Device: v.device.Device, ShareID: share}
+			if !yield(k, v.dev) {
+				return
+			}
+		}
+		for k, dev := range s.full {
+			if !yield(k, dev) {
+				return
+			}
+		}
+	}
 }

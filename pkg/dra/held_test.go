@@ -100,13 +100,23 @@ func TestHeldMatchesFresh(t *testing.T) {
 	}
 	var views []seen
 	next := 0
+	usedShares := map[string]bool{}
 	allocate := func() *resourceapi.ResourceClaim {
 		next++
 		name := fmt.Sprintf("c%d", next)
 		dev := devs[rng.Intn(len(devs))]
 		if shared[dev] {
 			c := nvdra.AllocatedShare("ns", name, dev, int64(100*(1+rng.Intn(5))))
-			c.Status.Allocation.Devices.Results[0].ShareID = ptr.To(types.UID(fmt.Sprintf("share-%d", next)))
+			share := fmt.Sprintf("share-%d", next)
+			if dup := fmt.Sprintf("share-dup-%d", rng.Intn(3)); rng.Intn(5) == 0 && !usedShares[dev+"/"+dup] {
+				// The same share ID on several devices: never from the
+				// allocator, but the state keys shares by device too. Never
+				// twice on one device: a share ID stands for one allocation
+				// (held.go).
+				share = dup
+			}
+			usedShares[dev+"/"+share] = true
+			c.Status.Allocation.Devices.Results[0].ShareID = ptr.To(types.UID(share))
 			return c
 		}
 		return nvdra.Allocated("ns", name, dev)
