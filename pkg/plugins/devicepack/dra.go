@@ -105,7 +105,7 @@ func (pl *DevicePack) prepareDRA(v *dra.View, reqs []dra.Request, s *preScoreSta
 	var withDevices bool
 	var picks []dra.Pick
 	var after []dra.Entry
-	s.dra = map[string]*draNode{}
+	s.dra = make(map[string]*draNode, len(nodes))
 	for _, ni := range nodes {
 		node := ni.Node()
 		if node == nil {
