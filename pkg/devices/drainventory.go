@@ -59,7 +59,10 @@ func (d *DRADevice) Shared() bool { return d.Facts.Shared }
 
 // DRANode is the DRA devices published for one node, in first-fit order.
 type DRANode struct {
-	Name    string
+	Name string
+	// Index numbers the inventory's nodes from 0 (in no particular order),
+	// for tables kept per node.
+	Index   int
 	Devices []*DRADevice
 	// sets are the counter sets the node's devices consume (indexes into
 	// DRAInventory.sets).
@@ -72,6 +75,8 @@ type DRANode struct {
 type DRAInventory struct {
 	Devices []*DRADevice
 	Nodes   map[string]*DRANode
+	// ByIndex lists the nodes by DRANode.Index.
+	ByIndex []*DRANode
 	// counters holds each shared counter's value (pool, counter set and
 	// counter flattened); counterNames the matching "pool/set/counter",
 	// counterSet the index of its set in sets, which lists each set's
@@ -182,8 +187,9 @@ func (inv *DRAInventory) addPool(k poolKey, poolSlices []*resourceapi.ResourceSl
 			inv.Devices = append(inv.Devices, d)
 			n := inv.Nodes[node]
 			if n == nil {
-				n = &DRANode{Name: node}
+				n = &DRANode{Name: node, Index: len(inv.Nodes)}
 				inv.Nodes[node] = n
+				inv.ByIndex = append(inv.ByIndex, n)
 			}
 			n.Devices = append(n.Devices, d)
 			for _, c := range d.consumes {
@@ -193,6 +199,21 @@ func (inv *DRAInventory) addPool(k poolKey, poolSlices []*resourceapi.ResourceSl
 			}
 		}
 	}
+}
+
+// CounterSets returns the shared counter sets n's devices consume: a
+// device of another node that consumes one of them excludes devices here.
+func (n *DRANode) CounterSets() []int { return n.sets }
+
+// CounterSets appends to out the shared counter sets d consumes (indexes
+// as DRANode.CounterSets gives them).
+func (inv *DRAInventory) CounterSets(d *DRADevice, out []int) []int {
+	for _, c := range d.consumes {
+		if set := inv.counterSet[c.counter]; !slices.Contains(out, set) {
+			out = append(out, set)
+		}
+	}
+	return out
 }
 
 // size is d's share of its counter sets (DRADevice.Size).
@@ -259,6 +280,52 @@ func NewDRAUsage(inv *DRAInventory, allocated []*DRADevice) *DRAUsage {
 		u.hold(d)
 	}
 	return u
+}
+
+// Clone returns a copy of u that changes independently of it.
+func (u *DRAUsage) Clone() *DRAUsage {
+	return &DRAUsage{
+		inv: u.inv, allocated: slices.Clone(u.allocated), left: slices.Clone(u.left),
+		holders: slices.Clone(u.holders), consumed: slices.Clone(u.consumed),
+	}
+}
+
+// SetAllocations makes d held by n allocations, with nothing consumed of
+// its capacities, as NewDRAUsage would have it listed n times (a device
+// that is not shared is held whole by any number above 0), whatever u said
+// of d before: what claims hold of d changed. AddConsumed adds what the
+// allocations consume. Counters are updated when d goes from free to held
+// or back.
+func (u *DRAUsage) SetAllocations(d *DRADevice, n int) {
+	if !u.known(d) {
+		return
+	}
+	was := u.allocated[d.ID] || u.holders[d.ID] > 0
+	if d.Shared() {
+		u.holders[d.ID] = int32(n)
+		for i := range d.caps {
+			u.consumed[d.capBase+i] = 0
+		}
+	} else {
+		u.allocated[d.ID] = n > 0
+	}
+	switch now := n > 0; {
+	case now && !was:
+		for _, c := range d.consumes {
+			u.left[c.counter] -= c.amount
+		}
+	case was && !now:
+		for _, c := range d.consumes {
+			u.left[c.counter] += c.amount
+		}
+	}
+}
+
+// Equal reports whether u and o say the same of the same inventory: the
+// devices held, the shared counters left and the capacities consumed.
+func (u *DRAUsage) Equal(o *DRAUsage) bool {
+	return u.inv == o.inv && slices.Equal(u.allocated, o.allocated) && slices.Equal(u.left, o.left) &&
+		slices.Equal(u.holders, o.holders) && slices.Equal(u.consumed, o.consumed)
 }
 
 func (u *DRAUsage) known(d *DRADevice) bool {

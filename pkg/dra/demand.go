@@ -123,12 +123,22 @@ type Pick struct {
 // that apply on the node count: extended ones where the node does not
 // advertise the resource as allocatable (served reports that).
 func (v *View) Picks(node string, reqs []Request, served func(Request) bool, out []Pick) (_ []Pick, ok bool) {
-	n := v.inv.Nodes[node]
+	return v.NodePicks(v.inv.Nodes[node], reqs, served, out)
+}
+
+// NodePicks is Picks for a node Node returned (nil: none).
+func (v *View) NodePicks(n *devices.DRANode, reqs []Request, served func(Request) bool, out []Pick) (_ []Pick, ok bool) {
 	ok = true
 	out = out[:0]
 	held := v.scratch[:0]
+	// holding: an earlier request's picks are held, so the usage is not
+	// the view's own.
+	holding := false
+	// The picks of every request but the last are held while the later
+	// ones are placed: out[:nheld].
+	nheld := 0
 	defer func() {
-		v.release(out, reqs)
+		v.release(out[:nheld], reqs)
 		v.scratch = held[:0]
 	}()
 	for i, r := range reqs {
@@ -146,15 +156,30 @@ func (v *View) Picks(node string, reqs []Request, served func(Request) bool, out
 				return v.tracker.allMatch(v.ctx, r.selectors, d)
 			}
 		}
-		var found bool
-		held, found = v.usage.FirstFit(n, match, r.Count, r.Capacity, held[:0])
+		var found, memoised bool
+		if !holding && n != nil && r.Count >= 0 && len(r.selectors) == 0 && r.Capacity.Empty() {
+			// Nothing taken yet: the memoised first fit of the class, whose
+			// first Count devices are what FirstFit would give.
+			var order []*devices.DRADevice
+			if order, memoised = v.firstFree(n, r.Class); memoised {
+				found = int64(len(order)) >= r.Count
+				held = append(held[:0], order[:min(int64(len(order)), r.Count)]...)
+			}
+		}
+		if !memoised {
+			held, found = v.usage.FirstFit(n, match, r.Count, r.Capacity, held[:0])
+		}
 		if !found {
 			ok = false
 			continue
 		}
-		v.usage.Hold(held, r.Capacity)
 		for _, d := range held {
 			out = append(out, Pick{Device: d, Request: i})
+		}
+		if i < len(reqs)-1 {
+			v.usage.Hold(held, r.Capacity)
+			holding = holding || len(held) > 0
+			nheld = len(out)
 		}
 	}
 	return out, ok

@@ -7,7 +7,10 @@
 // fit could still give.
 //
 // DeviceFit and DevicePack share one View per cycle through the cycle
-// state (ForCycle), so the walk over the slices happens once per pod.
+// state (ForCycle), so the walk over the slices happens once per pod. The
+// Tracker behind the views keeps from one cycle to the next what claims
+// hold and each node's entries (held.go): a cycle recomputes only the
+// devices whose allocations changed and the nodes they are on.
 package dra
 
 import (
@@ -33,8 +36,10 @@ const celCacheSize = 1024
 
 // Tracker keeps what changes rarely between cycles: the inventory built
 // from the slices (rebuilt only when a slice object changes), the class
-// selectors' verdict on each device (kept per device object) and the kind
-// table. One per plugin; safe for concurrent use.
+// selectors' verdict on each device (kept per device object), the kind
+// table, and what claims hold with each node's entries (held.go: updated
+// from what changed in the allocated state, per node until it changes).
+// One per plugin; safe for concurrent use.
 type Tracker struct {
 	cel *cel.Cache
 
@@ -49,6 +54,9 @@ type Tracker struct {
 	classes map[*resourceapi.DeviceClass][]bool
 	kinds   map[devices.DeviceKind]int
 	kindTab []devices.DeviceKind
+	// held is what claims hold of inv, kept from cycle to cycle (held.go);
+	// nil until the first view of an inventory.
+	held *held
 }
 
 // NewTracker returns an empty tracker.
@@ -84,44 +92,26 @@ func (t *Tracker) View(ctx context.Context, m fwk.SharedDRAManager) (*View, erro
 		return nil, fmt.Errorf("gathering allocated devices: %w", err)
 	}
 
+	if state == nil {
+		state = &structured.AllocatedState{}
+	}
+
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.refresh(sl)
+	if t.held == nil {
+		t.held = newHeld(t.inv, t.ids, state)
+	} else {
+		t.held.update(t.ids, state)
+	}
 	v := &View{
-		ctx: ctx, tracker: t, inv: t.inv,
-		byName:  make(map[string]*Class, len(classList)),
-		entries: map[string][]Entry{}, capacity: map[string]float64{},
+		ctx: ctx, tracker: t, inv: t.inv, held: t.held,
+		byName: make(map[string]*Class, len(classList)),
+		nodes:  make([]*nodeData, len(t.inv.Nodes)),
 		claims: m.ResourceClaims(),
 	}
-	var held []*devices.DRADevice
-	if state != nil {
-		for id := range state.AllocatedDevices {
-			if d := t.ids[id]; d != nil {
-				held = append(held, d)
-			}
-		}
-		// Each allocation of a shared device (KEP-5075) has a share ID of
-		// its own; what they consume is summed per device.
-		for sid := range state.AllocatedSharedDeviceIDs {
-			if d := t.ids[sid.GetDeviceID()]; d != nil {
-				held = append(held, d)
-			}
-		}
-	}
-	v.usage = devices.NewDRAUsage(t.inv, held)
-	if state != nil {
-		for id, consumed := range state.AggregatedCapacity {
-			if d := t.ids[id]; d != nil {
-				for name, q := range consumed {
-					if q != nil {
-						v.usage.AddConsumed(d, name, milli(q))
-					}
-				}
-			}
-		}
-	}
 	for _, c := range classList {
-		class := &Class{Name: c.Name, Resource: ImplicitResource(c.Name), matches: t.classMatches(ctx, c)}
+		class := &Class{Name: c.Name, Resource: ImplicitResource(c.Name), matches: t.classMatches(ctx, c), obj: c}
 		if c.Spec.ExtendedResourceName != nil && *c.Spec.ExtendedResourceName != "" {
 			class.Resource = v1.ResourceName(*c.Spec.ExtendedResourceName)
 		}
@@ -129,6 +119,13 @@ func (t *Tracker) View(ctx context.Context, m fwk.SharedDRAManager) (*View, erro
 		v.byName[c.Name] = class
 	}
 	sortClasses(v.classes)
+	objs := make([]*resourceapi.DeviceClass, len(v.classes))
+	for i, c := range v.classes {
+		objs[i] = c.obj
+	}
+	t.held.setClasses(objs)
+	v.gen = t.held.gen
+	v.usage = t.held.usage.Clone()
 	if r := m.DeviceClassResolver(); r != nil {
 		v.resolver = r
 	}
@@ -189,6 +186,7 @@ func (t *Tracker) refresh(sl []*resourceapi.ResourceSlice) {
 		t.slices[s] = struct{}{}
 	}
 	t.inv = devices.NewDRAInventory(sl)
+	t.held = nil
 	t.ids = make(map[structured.DeviceID]*devices.DRADevice, len(t.inv.Devices))
 	for _, d := range t.inv.Devices {
 		t.ids[structured.MakeDeviceID(d.Driver, d.Pool, d.Name)] = d

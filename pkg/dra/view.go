@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/devicefit/devicefit/pkg/devices"
@@ -24,6 +25,7 @@ type Class struct {
 	Resource v1.ResourceName
 	// matches[id]: the class's selectors select device id of the inventory.
 	matches []bool
+	obj     *resourceapi.DeviceClass
 }
 
 // Selects reports whether the class selects d.
@@ -73,10 +75,27 @@ type View struct {
 	byName   map[string]*Class
 	resolver fwk.DeviceClassResolver
 	claims   fwk.ResourceClaimTracker
-	// entries and capacity memoise Entries and Capacity per node.
-	entries  map[string][]Entry
-	capacity map[string]float64
-	scratch  []*devices.DRADevice
+	// held is the tracker's state the view was made from, at generation
+	// gen; memo memoises Entries and Capacity per node (DRANode.Index) for
+	// the cycle, held.memo across cycles.
+	held    *held
+	gen     uint64
+	nodes   []*nodeData
+	caps    []capMemo
+	scratch []*devices.DRADevice
+}
+
+// nodeData is a node's entries and, per class (index into View.classes),
+// what its first fit gives there: every device a claim of it could get at
+// once, in order. Never modified once made; views and the tracker share it.
+type nodeData struct {
+	entries []Entry
+	free    [][]*devices.DRADevice
+}
+
+type capMemo struct {
+	capacity float64
+	ok       bool
 }
 
 // Node returns the DRA devices published for node, or nil.
@@ -123,55 +142,215 @@ func (v *View) Kinds() []devices.DeviceKind {
 
 // Entries returns node's device resources served from slices, one per
 // class and kind of device, in class order; nil for a node without DRA
-// devices. Memoised for the cycle.
+// devices. Memoised, across cycles too: the tracker keeps them until the
+// node's devices or the DeviceClasses change (held.go). The entries are
+// shared: callers must not modify them.
 func (v *View) Entries(node string) []Entry {
 	if v == nil {
 		return nil
 	}
-	if e, ok := v.entries[node]; ok {
-		return e
+	return v.NodeEntries(v.inv.Nodes[node])
+}
+
+// NodeEntries is Entries for a node Node returned (nil: none).
+func (v *View) NodeEntries(n *devices.DRANode) []Entry {
+	if v == nil || n == nil {
+		return nil
 	}
-	e := v.compute(v.inv.Nodes[node], nil)
-	v.entries[node] = e
-	return e
+	return v.nodeData(n).entries
+}
+
+// nodeData returns n's entries and first-fit orders, memoised.
+func (v *View) nodeData(n *devices.DRANode) *nodeData {
+	if d := v.nodes[n.Index]; d != nil {
+		return d
+	}
+	t := v.tracker
+	t.mu.Lock()
+	hm := &v.held.memo[n.Index]
+	d := hm.data
+	if t.held != v.held || !v.held.valid(n.Index, hm.entriesGen, v.gen) {
+		d = nil
+	}
+	t.mu.Unlock()
+	if d == nil {
+		d = &nodeData{free: make([][]*devices.DRADevice, len(v.classes))}
+		d.entries = v.computeInto(n, nil, d.free)
+		t.mu.Lock()
+		// A view older than the node's last change would store entries
+		// that valid never accepts again (harmless, but it would replace
+		// good ones).
+		if t.held == v.held && v.held.changed[n.Index] <= v.gen {
+			hm.data, hm.entriesGen = d, v.gen
+		}
+		t.mu.Unlock()
+	}
+	v.nodes[n.Index] = d
+	return d
+}
+
+// firstFree returns the devices of n that class c's first fit gives, all
+// it can, in order (nil when c is not one of the view's classes): a
+// request of c for k devices asking no capacity gets the first k.
+func (v *View) firstFree(n *devices.DRANode, c *Class) ([]*devices.DRADevice, bool) {
+	for i, vc := range v.classes {
+		if vc == c {
+			return v.nodeData(n).free[i], true
+		}
+	}
+	return nil, false
+}
+
+// FreeByKind returns, appended to out[:0] and indexed by kind (Entry.Kind),
+// the free devices of every node's entries: Free summed over the cluster.
+// The tracker keeps the sums and recounts only the nodes changed since
+// (held.go); a view older than the tracker's state counts every node.
+func (v *View) FreeByKind(out []int64) []int64 {
+	out = out[:0]
+	if v == nil {
+		return out
+	}
+	t, h := v.tracker, v.held
+	t.mu.Lock()
+	current := t.held == h && h.gen == v.gen
+	var pending []int
+	all := h.totalsGen == 0
+	if current && !all {
+		pending = slices.Clone(h.pending)
+	}
+	t.mu.Unlock()
+	if !current {
+		for _, n := range v.inv.Nodes {
+			for _, e := range v.NodeEntries(n) {
+				if e.Kind >= 0 {
+					for len(out) <= e.Kind {
+						out = append(out, 0)
+					}
+					out[e.Kind] += e.Free
+				}
+			}
+		}
+		return out
+	}
+	// The entries first (computing them takes the tracker's lock), then
+	// the sums under it, unless the tracker moved on meanwhile.
+	nodes := v.inv.ByIndex
+	if all {
+		for _, n := range nodes {
+			v.nodeData(n)
+		}
+	} else {
+		for _, i := range pending {
+			v.nodeData(nodes[i])
+		}
+	}
+	t.mu.Lock()
+	if t.held != h || h.gen != v.gen || (h.totalsGen == 0) != all || len(h.pending) != len(pending) {
+		t.mu.Unlock()
+		return v.FreeByKind(out)
+	}
+	count := func(i int) {
+		for _, e := range h.counted[i].entriesOrNil() {
+			if e.Kind >= 0 {
+				h.kindFree[e.Kind] -= e.Free
+			}
+		}
+		d := v.nodes[i]
+		for _, e := range d.entries {
+			if e.Kind >= 0 {
+				for len(h.kindFree) <= e.Kind {
+					h.kindFree = append(h.kindFree, 0)
+				}
+				h.kindFree[e.Kind] += e.Free
+			}
+		}
+		h.counted[i] = d
+	}
+	if all {
+		for i := range nodes {
+			count(i)
+		}
+	} else {
+		for _, i := range pending {
+			count(i)
+		}
+	}
+	h.pending = h.pending[:0]
+	h.totalsGen = v.gen
+	out = append(out, h.kindFree...)
+	t.mu.Unlock()
+	return out
+}
+
+func (d *nodeData) entriesOrNil() []Entry {
+	if d == nil {
+		return nil
+	}
+	return d.entries
 }
 
 // Capacity returns the node's free DRA capacity in whole devices
-// (devices.DRAUsage.FreeCapacity). Memoised for the cycle.
+// (devices.DRAUsage.FreeCapacity). Memoised as Entries is.
 func (v *View) Capacity(node string) float64 {
 	if v == nil {
 		return 0
 	}
-	if c, ok := v.capacity[node]; ok {
-		return c
+	return v.NodeCapacity(v.inv.Nodes[node])
+}
+
+// NodeCapacity is Capacity for a node Node returned (nil: none).
+func (v *View) NodeCapacity(n *devices.DRANode) float64 {
+	if v == nil || n == nil {
+		return 0
 	}
-	c := v.usage.FreeCapacity(v.inv.Nodes[node])
-	v.capacity[node] = c
-	return c
+	if v.caps == nil {
+		v.caps = make([]capMemo, len(v.nodes))
+	}
+	m := &v.caps[n.Index]
+	if m.ok {
+		return m.capacity
+	}
+	t := v.tracker
+	t.mu.Lock()
+	hm := &v.held.memo[n.Index]
+	found := t.held == v.held && v.held.valid(n.Index, hm.capacityGen, v.gen)
+	if found {
+		m.capacity = hm.capacity
+	}
+	t.mu.Unlock()
+	if !found {
+		m.capacity = v.usage.FreeCapacity(n)
+		t.mu.Lock()
+		if t.held == v.held && v.held.changed[n.Index] <= v.gen {
+			hm.capacity, hm.capacityGen = m.capacity, v.gen
+		}
+		t.mu.Unlock()
+	}
+	m.ok = true
+	return m.capacity
 }
 
 // EntriesAfter returns node's entries and free capacity as they would be
 // with picks (of reqs, as Picks returned them) held by claims: what a
 // placement leaves. Not memoised; out is reused.
 func (v *View) EntriesAfter(node string, picks []Pick, reqs []Request, out []Entry) ([]Entry, float64) {
-	n := v.inv.Nodes[node]
+	return v.NodeEntriesAfter(v.inv.Nodes[node], picks, reqs, out)
+}
+
+// NodeEntriesAfter is EntriesAfter for a node Node returned.
+func (v *View) NodeEntriesAfter(n *devices.DRANode, picks []Pick, reqs []Request, out []Entry) ([]Entry, float64) {
 	v.hold(picks, reqs)
 	defer v.release(picks, reqs)
-	return v.computeInto(n, out[:0]), v.usage.FreeCapacity(n)
+	return v.computeInto(n, out[:0], nil), v.usage.FreeCapacity(n)
 }
 
-func (v *View) compute(n *devices.DRANode, out []Entry) []Entry {
-	if n == nil {
-		return nil
-	}
-	return v.computeInto(n, out)
-}
-
-func (v *View) computeInto(n *devices.DRANode, out []Entry) []Entry {
+// computeInto appends n's entries to out; free, when not nil, gets per
+// class (of v.classes) the devices of its first fit.
+func (v *View) computeInto(n *devices.DRANode, out []Entry, free [][]*devices.DRADevice) []Entry {
 	if n == nil {
 		return out
 	}
-	for _, c := range v.classes {
+	for ci, c := range v.classes {
 		start := len(out)
 		for _, d := range n.Devices {
 			if !c.Selects(d) {
@@ -198,6 +377,9 @@ func (v *View) computeInto(n *devices.DRANode, out []Entry) []Entry {
 		picks, _ = v.usage.FirstFit(n, c.Selects, math.MaxInt64, devices.CapacityRequest{}, v.scratch[:0])
 		for _, d := range picks {
 			entryFor(&out, start, c, d.Facts).Free++
+		}
+		if free != nil && len(picks) > 0 {
+			free[ci] = slices.Clone(picks)
 		}
 		v.scratch = picks[:0]
 	}

@@ -87,9 +87,13 @@ func (s *preFilterState) scan(pod *v1.Pod, nodes []fwk.NodeInfo) {
 	for j, ni := range nodes {
 		e := s.entries[j]
 		s.addFree(ni, e)
+		var draNode *devices.DRANode
+		if dn != nil {
+			draNode = s.view.Node(ni.Node().Name)
+		}
 		for i, r := range s.demand {
 			if s.draServedOn(ni, i) {
-				n, ok := s.judgeDRA(ni.Node().Name, i)
+				n, ok := s.judgeDRA(draNode, i)
 				dn[i] = n
 				if !ok {
 					continue

@@ -80,10 +80,11 @@ func (pl *DeviceFit) draView(ctx context.Context, cs fwk.CycleState) (*dra.View,
 // judgeDRA finds what node offers of DRA-served request i and what the
 // selector says of it (the rule above). ok is false when the class has no
 // device there: the node does not serve the request from slices.
-func (s *preFilterState) judgeDRA(node string, i int) (draNode, bool) {
+func (s *preFilterState) judgeDRA(node *devices.DRANode, i int) (draNode, bool) {
 	dr := s.dra[i]
 	var n draNode
-	for _, e := range s.view.Entries(node) {
+	entries := s.view.NodeEntries(node)
+	for _, e := range entries {
 		if e.Class == dr.class.Name {
 			n.total += e.Total
 			n.free += e.Free
@@ -92,7 +93,7 @@ func (s *preFilterState) judgeDRA(node string, i int) (draNode, bool) {
 	if n.total == 0 {
 		return n, false
 	}
-	picks, ok := s.view.Picks(node, dr.request, func(dra.Request) bool { return true }, s.picks)
+	picks, ok := s.view.NodePicks(node, dr.request, all, s.picks)
 	s.picks = picks[:0]
 	if ok {
 		for _, p := range picks {
@@ -104,7 +105,7 @@ func (s *preFilterState) judgeDRA(node string, i int) (draNode, bool) {
 	}
 	// Too few free for the count: which devices it would get once some are
 	// freed is not known, so all of the class's devices there must do.
-	for _, e := range s.view.Entries(node) {
+	for _, e := range entries {
 		if e.Class != dr.class.Name || e.Total == 0 {
 			continue
 		}
@@ -114,6 +115,8 @@ func (s *preFilterState) judgeDRA(node string, i int) (draNode, bool) {
 	}
 	return n, true
 }
+
+func all(dra.Request) bool { return true }
 
 // draVerdict is PreFilter's verdict on node for DRA-served request i, for
 // Filter: Match when PreFilter found nothing against it.

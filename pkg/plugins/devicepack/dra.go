@@ -105,25 +105,26 @@ func (pl *DevicePack) prepareDRA(v *dra.View, reqs []dra.Request, s *preScoreSta
 	var withDevices bool
 	var picks []dra.Pick
 	var after []dra.Entry
-	s.dra = map[string]*draNode{}
+	s.dra = make(map[string]*draNode, len(nodes))
 	for _, ni := range nodes {
 		node := ni.Node()
-		if node == nil || v.Node(node.Name) == nil {
+		if node == nil {
 			continue
 		}
-		before := v.Entries(node.Name)
+		n := v.Node(node.Name)
+		before := v.NodeEntries(n)
 		if len(before) == 0 {
 			continue
 		}
 		alloc := ni.GetAllocatable().GetScalarResources()
 		served := func(r dra.Request) bool { return !r.Extended || alloc[r.Resource] <= 0 }
 		var ok bool
-		picks, ok = v.Picks(node.Name, reqs, served, picks)
+		picks, ok = v.NodePicks(n, reqs, served, picks)
 		after = after[:0]
-		dn := &draNode{entries: make([]draEntry, len(before)), capBefore: v.Capacity(node.Name)}
+		dn := &draNode{entries: make([]draEntry, len(before)), capBefore: v.NodeCapacity(n)}
 		dn.capAfter = dn.capBefore
 		if ok && len(picks) > 0 {
-			after, dn.capAfter = v.EntriesAfter(node.Name, picks, reqs, after)
+			after, dn.capAfter = v.NodeEntriesAfter(n, picks, reqs, after)
 		}
 		a, r := ni.GetAllocatable(), ni.GetRequested()
 		dn.freeCPU, dn.freeMem = a.GetMilliCPU()-r.GetMilliCPU(), a.GetMemory()-r.GetMemory()
@@ -157,11 +158,9 @@ func (pl *DevicePack) prepareDRA(v *dra.View, reqs []dra.Request, s *preScoreSta
 		s.dra[node.Name] = dn
 	}
 	if all {
-		for name := range v.Nodes() {
-			for _, e := range v.Entries(name) {
-				if k := mapKind(kindMap, e.Kind); k >= 0 && k < len(s.kinds) {
-					s.kinds[k].free += e.Free
-				}
+		for kind, free := range v.FreeByKind(nil) {
+			if k := mapKind(kindMap, kind); k >= 0 && k < len(s.kinds) {
+				s.kinds[k].free += free
 			}
 		}
 	}
