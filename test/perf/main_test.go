@@ -74,7 +74,12 @@ func TestMain(m *testing.M) {
 // "performance"; `make test-perf-short` selects "short").
 func BenchmarkPerfScheduling(b *testing.B) {
 	var extras runExtras
-	perf.RunBenchmarkPerfScheduling(b, configFile, topic, registry(),
+	// The config with the generated GangMix workloads (label gangmix).
+	config, err := gangMixConfig(b.TempDir())
+	if err != nil {
+		b.Fatalf("generating the GangMix workloads: %v", err)
+	}
+	perf.RunBenchmarkPerfScheduling(b, config, topic, registry(),
 		perf.WithPrepareFn(extras.prepare),
 		// The default 10 minutes is below what 10000 devicefit pods take on
 		// 2 busy cores; scheduler_perf's own per-workload limit is 30 minutes.
