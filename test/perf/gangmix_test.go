@@ -2,6 +2,7 @@ package perf
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -53,6 +54,11 @@ var gangMix = struct {
 	Seeds:      []uint64{42, 43, 44, 45, 46},
 	Arrived:    []int{50, 100},
 }
+
+// gangMixCPUPerGPU gives every job the same cores per GPU (memory 4Gi per
+// core) instead of drawing them: the mix where upstream's placement score
+// (MostAllocated over CPU and memory) sees the GPUs' fill through the CPU.
+var gangMixCPUPerGPU = flag.Int("gangmix-cpu-per-gpu", 0, "GangMix: every job's cores per GPU (0: drawn per job from 4, 8, 16, 32)")
 
 // mixPod is one pod of the mix as the pod template reads it (strings: the
 // template compares and prints them as they are).
@@ -109,6 +115,10 @@ func generateGangMix(seed uint64) (pods []mixPod, groups []mixGroup, gpus int) {
 	capacity := m.Cliques * m.NodesPerClique * m.GPUsPerNode
 	for job := 0; float64(gpus) < m.Demand*float64(capacity); job++ {
 		cpuPerGPU := m.CPUPerGPU[rng.IntN(len(m.CPUPerGPU))]
+		if *gangMixCPUPerGPU > 0 {
+			// Drawn all the same: the jobs stay those of the seed.
+			cpuPerGPU = *gangMixCPUPerGPU
+		}
 		if rng.Float64() < m.GangShare {
 			n := m.GangPods[rng.IntN(len(m.GangPods))]
 			name := fmt.Sprintf("gang-%d", len(groups))
