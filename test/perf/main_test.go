@@ -10,6 +10,8 @@
 // Layout:
 //   - main_test.go    TestMain, BenchmarkPerfScheduling, the registry
 //   - check_test.go   per-workload checks and extras (placement, batching, RSS)
+//   - gangmix_test.go the GangMix workloads (label gangmix), generated per seed
+//   - gangcheck_test.go the gang figures of a workload with pod groups
 //   - config/         performance-config.yaml, scheduler configs, templates
 //   - benchsummary/   the table `make bench` prints from the JSON files
 //
@@ -17,6 +19,7 @@
 //
 //	make test-perf-short   # the 500-node workloads (label short): correctness, no threshold
 //	make bench             # the 5000-node workloads (label performance) and the table
+//	make bench-gangs       # GangMix and CliqueFleet short (label gangmix), the gang table
 //
 // Every workload goes through BenchmarkPerfScheduling, also the short ones:
 // RunIntegrationPerfScheduling has no way to pass an out-of-tree registry, so
