@@ -205,6 +205,24 @@ bench: $(BIN)/etcd ## scheduler_perf 5000-node comparison + micro-benchmarks: ta
 	$(GO) run ./test/perf/benchsummary -micro $(BENCH_DIR)/micro.txt -ratio $(BENCH_RATIO) \
 		$$(find $(BENCH_DIR) -maxdepth 1 -newer $(BENCH_DIR)/.start \( -name 'BenchmarkPerfScheduling_*.json' -o -name '*-cpu.prof' \) | sort)
 
+# bench-gangs (issue 14, docs/placement.md): the GangMix pair (label
+# gangmix, generated in test/perf/gangmix_test.go): seeds 42-46 of a job mix
+# of single pods and gangs arriving over 10 NVLink cliques, at 50% and 100%
+# of its demand (~1.25x the fleet's GPUs), under the upstream default
+# profile and devicefit; the gang table: GPUs allocated and in gangs,
+# groups placed, whole domains, stranded devices, pods/s.
+.PHONY: bench-gangs
+BENCH_GANGS_DIR := $(BENCH_DIR)/gangs
+bench-gangs: $(BIN)/etcd ## scheduler_perf GangMix: seeds 42-46, upstream default vs devicefit, the gang table
+	@rm -rf $(BENCH_GANGS_DIR); mkdir -p $(BENCH_GANGS_DIR)
+	@echo "cd test/perf && go test -count=1 . -run '^$$' -bench BenchmarkPerfScheduling -benchtime=1x -perf-scheduling-label-filter=gangmix -data-items-dir=$(BENCH_GANGS_DIR) (log: $(BENCH_GANGS_DIR)/go-test.log)"
+	@cd test/perf && $(PERF_ENV) $(GO) test -count=1 -timeout 40m $(GOTESTFLAGS) . \
+		-run '^$$' -bench '^BenchmarkPerfScheduling$$' -benchtime=1x \
+		-perf-scheduling-label-filter=gangmix -data-items-dir=$(abspath $(BENCH_GANGS_DIR)) $(PERF_FLAGS) 2>&1 \
+		| tee $(abspath $(BENCH_GANGS_DIR))/go-test.log | $(PERF_PROGRESS) \
+		|| { echo "bench-gangs failed; the end of $(BENCH_GANGS_DIR)/go-test.log:"; tail -n 60 $(abspath $(BENCH_GANGS_DIR))/go-test.log; exit 1; }
+	$(GO) run ./test/perf/benchsummary -gangs $(BENCH_GANGS_DIR)/*.json
+
 # Coverage-guided fuzzing, one target after another (go test runs one -fuzz
 # target at a time); the seed corpora alone run in test-unit. A crash leaves
 # its input in the package's testdata/fuzz/<target>/: commit it as a seed.

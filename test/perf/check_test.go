@@ -42,6 +42,8 @@ type workloadExtras struct {
 	BatchAttempts    map[string]float64 `json:"batchAttempts"`    // scheduler_batch_attempts_total by result
 	BatchFlushes     map[string]float64 `json:"batchFlushes"`     // scheduler_batch_cache_flushed_total by reason
 	Placement        placementCheck     `json:"placement"`
+	// Gangs is the domain-level outcome of a workload with pod groups.
+	Gangs *gangCheck `json:"gangs,omitempty"`
 }
 
 // placementCheck is what the check found among the pods bound at the end.
@@ -95,6 +97,12 @@ func (r *runExtras) prepare(tCtx ktesting.TContext) error {
 			tCtx.Errorf("placement check: %v", err)
 		}
 		x.Placement = check
+		if gangs, found, err := checkGangs(ctx, client); err != nil {
+			tCtx.Errorf("gang check: %v", err)
+		} else if found {
+			x.Gangs = &gangs
+			tCtx.Logf("%s: gangs %+v", name, gangs)
+		}
 		tCtx.Logf("%s: placement %+v, batch attempts %v, batch flushes %v, peak RSS %.0f MiB",
 			name, check, x.BatchAttempts, x.BatchFlushes, x.PeakRSSMiB)
 		r.mu.Lock()

@@ -10,6 +10,8 @@
 // Layout:
 //   - main_test.go    TestMain, BenchmarkPerfScheduling, the registry
 //   - check_test.go   per-workload checks and extras (placement, batching, RSS)
+//   - gangmix_test.go the GangMix workloads (label gangmix), generated per seed
+//   - gangcheck_test.go the gang figures of a workload with pod groups
 //   - config/         performance-config.yaml, scheduler configs, templates
 //   - benchsummary/   the table `make bench` prints from the JSON files
 //
@@ -17,6 +19,7 @@
 //
 //	make test-perf-short   # the 500-node workloads (label short): correctness, no threshold
 //	make bench             # the 5000-node workloads (label performance) and the table
+//	make bench-gangs       # GangMix and CliqueFleet short (label gangmix), the gang table
 //
 // Every workload goes through BenchmarkPerfScheduling, also the short ones:
 // RunIntegrationPerfScheduling has no way to pass an out-of-tree registry, so
@@ -74,7 +77,12 @@ func TestMain(m *testing.M) {
 // "performance"; `make test-perf-short` selects "short").
 func BenchmarkPerfScheduling(b *testing.B) {
 	var extras runExtras
-	perf.RunBenchmarkPerfScheduling(b, configFile, topic, registry(),
+	// The config with the generated GangMix workloads (label gangmix).
+	config, err := gangMixConfig(b.TempDir())
+	if err != nil {
+		b.Fatalf("generating the GangMix workloads: %v", err)
+	}
+	perf.RunBenchmarkPerfScheduling(b, config, topic, registry(),
 		perf.WithPrepareFn(extras.prepare),
 		// The default 10 minutes is below what 10000 devicefit pods take on
 		// 2 busy cores; scheduler_perf's own per-workload limit is 30 minutes.

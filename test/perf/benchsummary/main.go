@@ -66,6 +66,22 @@ type extras struct {
 		SelectorViolations int            `json:"selectorViolations"`
 		Overcommitted      int            `json:"overcommitted"`
 	} `json:"placement"`
+	Gangs *gangs `json:"gangs"`
+}
+
+// gangs is test/perf's gangCheck (gangcheck_test.go).
+type gangs struct {
+	Domains        int      `json:"domains"`
+	GPUs           int64    `json:"gpus"`
+	Allocated      int64    `json:"allocated"`
+	InGangs        int64    `json:"inGangs"`
+	GroupsArrived  int      `json:"groupsArrived"`
+	GroupsPlaced   int      `json:"groupsPlaced"`
+	SinglesArrived int      `json:"singlesArrived"`
+	SinglesBound   int      `json:"singlesBound"`
+	WholeDomains   int      `json:"wholeDomains"`
+	Stranded       int64    `json:"stranded"`
+	Shapes         []string `json:"shapes"`
 }
 
 // key identifies one run: shape/workload under one profile.
@@ -80,6 +96,7 @@ type run struct {
 func main() {
 	micro := flag.String("micro", "", "file with the output of the Go micro-benchmarks (go test -bench)")
 	ratioOf := flag.String("ratio", defaultRatio, "workload (shape/name) whose throughput ratio ends the output")
+	gangsOnly := flag.Bool("gangs", false, "print the GangMix table (make bench-gangs) only")
 	draRatioOf := flag.String("dra-ratio", defaultDRARatio, "workload (shape/name) of the DRA case, whose throughput ratio comes before the last line (empty: none)")
 	flag.Parse()
 	runs := map[key]*run{}
@@ -95,6 +112,12 @@ func main() {
 		}
 	}
 	w := os.Stdout
+	if *gangsOnly {
+		if !reportGangs(w, runs) {
+			os.Exit(1)
+		}
+		return
+	}
 	ok := report(w, runs, *ratioOf)
 	if len(profiles) > 0 {
 		if err := printProfiles(w, profiles, runs); err != nil {

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// gangWorkload is GangMix/<nodes>Nodes_seed<seed>_<percent>pct.
+var gangWorkload = regexp.MustCompile(`^(GangMix/\d+Nodes)_seed(\d+)_(\d+)pct$`)
+
+// gangRun is one GangMix run's figures.
+type gangRun struct {
+	g          *gangs
+	throughput float64 // pods/s, scheduler_perf's average; NaN when missing
+}
+
+// reportGangs prints, per arrival share, one row per seed and profile, the
+// means over the seeds, and for the whole mix (the largest share) the
+// comparison issue 14 asks for. It returns false when a run has no gang
+// figures or a placement check failed.
+func reportGangs(out io.Writer, runs map[key]*run) bool {
+	type cell struct {
+		shape   string
+		percent int
+	}
+	bySeed := map[cell]map[int]map[string]gangRun{}
+	ok := true
+	for k, r := range runs {
+		m := gangWorkload.FindStringSubmatch(k.workload)
+		if m == nil {
+			continue
+		}
+		seed, _ := strconv.Atoi(m[2])
+		percent, _ := strconv.Atoi(m[3])
+		c := cell{m[1], percent}
+		if bySeed[c] == nil {
+			bySeed[c] = map[int]map[string]gangRun{}
+		}
+		if bySeed[c][seed] == nil {
+			bySeed[c][seed] = map[string]gangRun{}
+		}
+		gr := gangRun{throughput: math.NaN()}
+		if v, found := r.metrics["SchedulingThroughput"]["Average"]; found {
+			gr.throughput = v
+		}
+		if r.extras == nil || r.extras.Gangs == nil {
+			fmt.Fprintf(out, "%s %s: no gang figures\n", k.workload, k.profile)
+			ok = false
+			continue
+		}
+		if r.extras.Placement.Overcommitted > 0 {
+			fmt.Fprintf(out, "%s %s: %d devices overcommitted\n", k.workload, k.profile, r.extras.Placement.Overcommitted)
+			ok = false
+		}
+		gr.g = r.extras.Gangs
+		bySeed[c][seed][k.profile] = gr
+	}
+	if len(bySeed) == 0 {
+		fmt.Fprintln(out, "no GangMix data")
+		return false
+	}
+	cells := make([]cell, 0, len(bySeed))
+	for c := range bySeed {
+		cells = append(cells, c)
+	}
+	sort.Slice(cells, func(i, j int) bool {
+		if cells[i].shape != cells[j].shape {
+			return cells[i].shape < cells[j].shape
+		}
+		return cells[i].percent < cells[j].percent
+	})
+	profiles := []string{profileDefault, profileDeviceFit}
+	fmt.Fprintln(out, "GangMix (test/perf, issue 14): the state when the share of the mix's GPU demand has arrived")
+	fmt.Fprintln(out, "GPUs: allocated/fleet; in gangs: GPUs held by gang pods; groups: placed/arrived; singles: bound/arrived;")
+	fmt.Fprintln(out, "whole: domains with no GPU taken; stranded: free GPUs no gang shape of the mix can use; pods/s: scheduler_perf average")
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "arrived\tseed\tprofile\tGPUs\tin gangs\tgroups\tsingles\twhole\tstranded\tpods/s\t")
+	for _, c := range cells {
+		seeds := make([]int, 0, len(bySeed[c]))
+		for s := range bySeed[c] {
+			seeds = append(seeds, s)
+		}
+		sort.Ints(seeds)
+		for _, s := range seeds {
+			for _, p := range profiles {
+				gr, found := bySeed[c][s][p]
+				if !found {
+					continue
+				}
+				g := gr.g
+				fmt.Fprintf(tw, "%d%%\t%d\t%s\t%d/%d\t%d\t%d/%d\t%d/%d\t%d/%d\t%d\t%.1f\t\n", c.percent, s, strings.ToLower(p),
+					g.Allocated, g.GPUs, g.InGangs, g.GroupsPlaced, g.GroupsArrived, g.SinglesBound, g.SinglesArrived,
+					g.WholeDomains, g.Domains, g.Stranded, gr.throughput)
+			}
+		}
+		for _, p := range profiles {
+			var alloc, inGangs, placed, arrived, whole, stranded, tput []float64
+			for _, s := range seeds {
+				gr, found := bySeed[c][s][p]
+				if !found {
+					continue
+				}
+				alloc = append(alloc, float64(gr.g.Allocated))
+				inGangs = append(inGangs, float64(gr.g.InGangs))
+				placed = append(placed, float64(gr.g.GroupsPlaced))
+				arrived = append(arrived, float64(gr.g.GroupsArrived))
+				whole = append(whole, float64(gr.g.WholeDomains))
+				stranded = append(stranded, float64(gr.g.Stranded))
+				tput = append(tput, gr.throughput)
+			}
+			if len(alloc) == 0 {
+				continue
+			}
+			fmt.Fprintf(tw, "%d%%\tmean of %d\t%s\t%s\t%s\t%s/%s\t\t%s\t%s\t%s\t\n", c.percent, len(alloc), strings.ToLower(p),
+				meanSD(alloc), meanSD(inGangs), mean1(placed), mean1(arrived), meanSD(whole), meanSD(stranded), meanSD(tput))
+		}
+	}
+	tw.Flush()
+
+	// The comparison of issue 14, on the whole mix (the largest share).
+	last := cells[len(cells)-1]
+	fmt.Fprintln(out)
+	fmt.Fprintf(out, "%s, %d%% arrived, devicefit against the upstream default profile, per seed:\n", last.shape, last.percent)
+	seeds := make([]int, 0, len(bySeed[last]))
+	for s := range bySeed[last] {
+		seeds = append(seeds, s)
+	}
+	sort.Ints(seeds)
+	var gangsOK, wholeOK, strandedOK int
+	var tD, tF float64
+	n := 0
+	for _, s := range seeds {
+		d, okD := bySeed[last][s][profileDefault]
+		f, okF := bySeed[last][s][profileDeviceFit]
+		if !okD || !okF {
+			fmt.Fprintf(out, "  seed %d: not both profiles\n", s)
+			ok = false
+			continue
+		}
+		n++
+		if f.g.InGangs >= d.g.InGangs {
+			gangsOK++
+		}
+		if f.g.WholeDomains > d.g.WholeDomains {
+			wholeOK++
+		}
+		if f.g.Stranded < d.g.Stranded {
+			strandedOK++
+		}
+		tD += d.throughput
+		tF += f.throughput
+		fmt.Fprintf(out, "  seed %d: GPUs in gangs %d vs %d, whole domains %d vs %d, stranded %d vs %d, pods/s %.1f vs %.1f\n",
+			s, f.g.InGangs, d.g.InGangs, f.g.WholeDomains, d.g.WholeDomains, f.g.Stranded, d.g.Stranded, f.throughput, d.throughput)
+	}
+	verdict := func(b bool) string {
+		if b {
+			return "yes"
+		}
+		return "NO"
+	}
+	fmt.Fprintf(out, "at least as many GPUs in gangs: %d/%d seeds (%s)\n", gangsOK, n, verdict(n > 0 && gangsOK == n))
+	fmt.Fprintf(out, "more whole domains: %d/%d seeds (%s)\n", wholeOK, n, verdict(n > 0 && wholeOK == n))
+	fmt.Fprintf(out, "fewer stranded devices: %d/%d seeds (%s)\n", strandedOK, n, verdict(n > 0 && strandedOK == n))
+	if n > 0 && tD > 0 {
+		r := tF / tD
+		fmt.Fprintf(out, "devicefit/default GangMix pods/s ratio (mean over the seeds; a few seconds of samples, and devicefit binds more pods): %.2f (%s, >= 0.9)\n", r, verdict(r >= 0.9))
+	}
+	// Throughput where every pod binds under both profiles (label short and gangmix).
+	for _, w := range []string{"CliqueFleet/360Nodes_60Gangs"} {
+		if r, found := ratio(runs, w, "SchedulingThroughput", "Average"); found {
+			d, _ := value(runs, key{w, profileDefault}, "SchedulingThroughput", "Average")
+			f, _ := value(runs, key{w, profileDeviceFit}, "SchedulingThroughput", "Average")
+			fmt.Fprintf(out, "devicefit/default throughput ratio, %s (every pod binds): %.2f (%.1f vs %.1f pods/s; %s, >= 0.9)\n", w, r, f, d, verdict(r >= 0.9))
+		}
+	}
+	return ok
+}
+
+func mean(xs []float64) float64 {
+	var s float64
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}
+
+func mean1(xs []float64) string { return fmt.Sprintf("%.1f", mean(xs)) }
+
+// meanSD is "mean ± sample standard deviation".
+func meanSD(xs []float64) string {
+	m := mean(xs)
+	if len(xs) < 2 {
+		return fmt.Sprintf("%.1f", m)
+	}
+	var v float64
+	for _, x := range xs {
+		v += (x - m) * (x - m)
+	}
+	return fmt.Sprintf("%.1f ± %.1f", m, math.Sqrt(v/float64(len(xs)-1)))
+}

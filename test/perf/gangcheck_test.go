@@ -1,0 +1,189 @@
+package perf
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clientset "k8s.io/client-go/kubernetes"
+)
+
+// cliqueLabel is the NVLink domain of a node (GPU Feature Discovery).
+const cliqueLabel = "nvidia.com/gpu.clique"
+
+const gpuResource v1.ResourceName = "nvidia.com/gpu"
+
+// gangCheck is the domain-level outcome at the end of a workload with pod
+// groups (docs/placement.md, "Gangs"): what the API server holds then.
+type gangCheck struct {
+	Domains int `json:"domains"`
+	// GPUs is the fleet's GPUs in domains; Allocated those bound pods
+	// request, InGangs the part of them held by pods of a pod group.
+	GPUs      int64 `json:"gpus"`
+	Allocated int64 `json:"allocated"`
+	InGangs   int64 `json:"inGangs"`
+	// GroupsArrived are the PodGroups; GroupsPlaced those with at least
+	// minCount pods bound.
+	GroupsArrived int `json:"groupsArrived"`
+	GroupsPlaced  int `json:"groupsPlaced"`
+	// PodsArrived/PodsBound of the pods outside any group.
+	SinglesArrived int `json:"singlesArrived"`
+	SinglesBound   int `json:"singlesBound"`
+	// WholeDomains have none of their GPUs requested.
+	WholeDomains int `json:"wholeDomains"`
+	// Stranded are free GPUs that no gang shape of the workload (pods x
+	// GPUs per pod, from its PodGroups) could use: all the free GPUs of a
+	// domain no shape fits any more, and in the others the free GPUs left
+	// on a node below a whole pod of the smallest fitting per-pod size.
+	Stranded int64 `json:"stranded"`
+	// Shapes are the gang shapes, "pods x gpus".
+	Shapes []string `json:"shapes"`
+}
+
+type gangShape struct{ pods, gpus int64 }
+
+// checkGangs computes gangCheck, and fails when a group is bound in part
+// (below minCount) or across domains. ok is false when there are no pod
+// groups or no domains: nothing to report.
+func checkGangs(ctx context.Context, client clientset.Interface) (c gangCheck, ok bool, err error) {
+	groups, err := client.SchedulingV1beta1().PodGroups(metav1.NamespaceAll).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+	if err != nil || len(groups.Items) == 0 {
+		return c, false, err
+	}
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		return c, false, err
+	}
+	pods, err := client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		return c, false, err
+	}
+	domainOf := map[string]string{}
+	free := map[string]int64{}
+	byDomain := map[string][]string{}
+	for _, n := range nodes.Items {
+		d, has := n.Labels[cliqueLabel]
+		if !has {
+			continue
+		}
+		q := n.Status.Allocatable[gpuResource]
+		domainOf[n.Name] = d
+		free[n.Name] = q.Value()
+		byDomain[d] = append(byDomain[d], n.Name)
+		c.GPUs += q.Value()
+	}
+	if len(byDomain) == 0 {
+		return c, false, nil
+	}
+	c.Domains = len(byDomain)
+	used := map[string]bool{}
+	type groupKey struct{ ns, name string }
+	bound := map[groupKey]int{}
+	domains := map[groupKey]map[string]bool{}
+	perPod := map[groupKey]int64{}
+	var errs []string
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		var gpus int64
+		for _, ctr := range p.Spec.Containers {
+			q := ctr.Resources.Requests[gpuResource]
+			gpus += q.Value()
+		}
+		var g *groupKey
+		if sg := p.Spec.SchedulingGroup; sg != nil && sg.PodGroupName != nil {
+			g = &groupKey{p.Namespace, *sg.PodGroupName}
+			perPod[*g] = gpus
+		} else {
+			c.SinglesArrived++
+		}
+		if p.Spec.NodeName == "" {
+			continue
+		}
+		d, inDomain := domainOf[p.Spec.NodeName]
+		if inDomain {
+			free[p.Spec.NodeName] -= gpus
+			used[d] = used[d] || gpus > 0
+			c.Allocated += gpus
+		}
+		if g == nil {
+			c.SinglesBound++
+			continue
+		}
+		bound[*g]++
+		if domains[*g] == nil {
+			domains[*g] = map[string]bool{}
+		}
+		domains[*g][d] = true
+		if inDomain {
+			c.InGangs += gpus
+		}
+	}
+	shapes := map[gangShape]bool{}
+	for _, pg := range groups.Items {
+		k := groupKey{pg.Namespace, pg.Name}
+		c.GroupsArrived++
+		min := 1
+		if gang := pg.Spec.SchedulingPolicy.Gang; gang != nil {
+			min = int(gang.MinCount)
+		}
+		if perPod[k] > 0 {
+			shapes[gangShape{int64(min), perPod[k]}] = true
+		}
+		switch n := bound[k]; {
+		case n == 0:
+		case n < min:
+			errs = append(errs, fmt.Sprintf("group %s/%s: %d pods bound, minCount %d", pg.Namespace, pg.Name, n, min))
+		default:
+			c.GroupsPlaced++
+		}
+		if len(domains[k]) > 1 && len(pg.Spec.SchedulingConstraints.Topology) > 0 {
+			errs = append(errs, fmt.Sprintf("group %s/%s bound in %d domains", pg.Namespace, pg.Name, len(domains[k])))
+		}
+	}
+	for s := range shapes {
+		c.Shapes = append(c.Shapes, fmt.Sprintf("%dx%d", s.pods, s.gpus))
+	}
+	sort.Strings(c.Shapes)
+	for d, names := range byDomain {
+		if !used[d] {
+			c.WholeDomains++
+		}
+		c.Stranded += strandedIn(names, free, shapes)
+	}
+	if len(errs) > 0 {
+		return c, true, fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	return c, true, nil
+}
+
+// strandedIn is the free GPUs of one domain's nodes that no shape can use:
+// all of them when no shape fits the domain, else those below a whole pod
+// of the smallest per-pod size among the shapes that fit.
+func strandedIn(nodes []string, free map[string]int64, shapes map[gangShape]bool) int64 {
+	var total int64
+	smallest := int64(0)
+	for s := range shapes {
+		var slots int64
+		for _, n := range nodes {
+			slots += max(free[n], 0) / s.gpus
+		}
+		if slots >= s.pods && (smallest == 0 || s.gpus < smallest) {
+			smallest = s.gpus
+		}
+	}
+	for _, n := range nodes {
+		f := max(free[n], 0)
+		if smallest == 0 {
+			total += f
+		} else {
+			total += f % smallest
+		}
+	}
+	return total
+}
