@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientset "k8s.io/client-go/kubernetes"
 )
@@ -50,6 +51,11 @@ type gangShape struct{ pods, gpus int64 }
 // groups or no domains: nothing to report.
 func checkGangs(ctx context.Context, client clientset.Interface) (c gangCheck, ok bool, err error) {
 	groups, err := client.SchedulingV1beta1().PodGroups(metav1.NamespaceAll).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+	if apierrors.IsNotFound(err) {
+		// The workload ran without GenericWorkload: the apiserver does
+		// not serve scheduling.k8s.io/v1beta1, so there are no groups.
+		return c, false, nil
+	}
 	if err != nil || len(groups.Items) == 0 {
 		return c, false, err
 	}
