@@ -39,6 +39,46 @@ func TestGangs(t *testing.T) {
 	api := startAPIServer(t)
 	t.Run("CliqueChoice", func(t *testing.T) { testCliqueChoice(t, api.suite(t, "gangs")) })
 	t.Run("GangSelector", func(t *testing.T) { testGangSelector(t, api.suite(t, "gangsel")) })
+	t.Run("GangReasons", func(t *testing.T) { testGangReasons(t, api.suite(t, "gangwhy")) })
+}
+
+// testGangReasons: a pending gang pod's message names the real reason on
+// every node, as a single pod's does (testPendingReasons). Inside a
+// pod-group cycle upstream runs no per-pod PostFilter, so the nodes a
+// candidate list left out would read only "didn't satisfy plugin(s)
+// [DeviceFit]"; DeviceFit names no list there. The gang asks for A100s
+// and 24 cores per pod, with no topology constraint (one placement, all
+// nodes: the message is deterministic): the A100 nodes lack the CPU, the
+// H100 nodes are the wrong model.
+func testGangReasons(t *testing.T, c *cluster) {
+	for i := range 2 {
+		c.createNode(t, nodeSpec{name: fmt.Sprintf("why-h-%d", i), labels: gfdLabels(modelH100, 8), devices: devs(gpu, 8)})
+		c.createNode(t, nodeSpec{name: fmt.Sprintf("why-x-%d", i), labels: gfdLabels(modelA100, 8), devices: devs(gpu, 8), cpu: "16"})
+	}
+	c.startSchedulerWithProfiles(t, loadDeployedProfiles(t)...)
+	if err := testutil.WaitForNodesInCache(c.Ctx, c.Scheduler, 4); err != nil {
+		t.Fatalf("scheduler cache: %v", err)
+	}
+	ns := c.NS.Name
+	names := c.createGang(t, ns, schedulerName, "a100-cpu", 2, 8, gangOptions{
+		annotations: map[string]string{annProducts: modelA100.product}, anyDomain: true})
+	// The pod the group's cycle failed on carries the nodes' reasons; the
+	// others say the group's minCount cannot be met.
+	const want = "0/4 nodes are available: 2 Insufficient cpu, 2 node(s) didn't match devicefit.io/products."
+	var explained int
+	for name, o := range c.waitForOutcomes(t, ns, names) {
+		switch {
+		case !o.unschedulable:
+			t.Errorf("gang pod %s %v, want unschedulable", name, o)
+		case strings.HasPrefix(o.message, want):
+			explained++
+		case strings.Contains(o.message, "[DeviceFit]"):
+			t.Errorf("gang pod %s %v: DeviceFit's reason is hidden", name, o)
+		}
+	}
+	if explained == 0 {
+		t.Errorf("no gang pod's message begins %q", want)
+	}
 }
 
 // testGangSelector: DeviceFit inside the pod-group cycle. The gang's pods
@@ -60,7 +100,7 @@ func testGangSelector(t *testing.T, c *cluster) {
 		t.Fatalf("scheduler cache: %v", err)
 	}
 	ns := c.NS.Name
-	names := c.createGang(t, ns, schedulerName, "a100-only", 2, 8, map[string]string{annProducts: modelA100.product})
+	names := c.createGang(t, ns, schedulerName, "a100-only", 2, 8, gangOptions{annotations: map[string]string{annProducts: modelA100.product}})
 	if got, want := c.waitForGangBound(t, ns, "a100-only", len(names)), []string{"x", "x"}; !equal(got, want) {
 		t.Errorf("A100-only gang in cliques %v, want %v", got, want)
 	}
@@ -196,15 +236,29 @@ func cliqueLabels(id string, count int) map[string]string {
 	return l
 }
 
+// gangOptions: the gang pods' annotations; anyDomain leaves out the
+// topology constraint (the group may span cliques).
+type gangOptions struct {
+	annotations map[string]string
+	anyDomain   bool
+}
+
 // createGang creates a Workload with one gang template (minCount pods, all
-// in one clique), its PodGroup and pods pods of perPod GPUs and 24 cores
-// each (with the annotations, if given), for profile sched; it returns the
-// pods' names.
-func (c *cluster) createGang(t *testing.T, ns, sched, name string, pods int, perPod int64, annotations ...map[string]string) []string {
+// in one clique unless opts say anyDomain), its PodGroup and pods pods of
+// perPod GPUs and 24 cores each, for profile sched; it returns the pods'
+// names.
+func (c *cluster) createGang(t *testing.T, ns, sched, name string, pods int, perPod int64, opts ...gangOptions) []string {
 	t.Helper()
+	var o gangOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
 	policy := schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: int32(pods)}}
 	constraints := &schedulingv1beta1.PodGroupSchedulingConstraints{
 		Topology: []schedulingv1beta1.TopologyConstraint{{Key: cliqueLabel}},
+	}
+	if o.anyDomain {
+		constraints = nil
 	}
 	wl := &schedulingv1beta1.Workload{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
@@ -230,9 +284,7 @@ func (c *cluster) createGang(t *testing.T, ns, sched, name string, pods int, per
 	for i := range pods {
 		spec := podSpec{name: podName(name, i), schedulerName: sched, podGroup: pg.Name,
 			devices: map[v1.ResourceName]int64{gpu: perPod, v1.ResourceCPU: 24}}
-		if len(annotations) > 0 {
-			spec.annotations = annotations[0]
-		}
+		spec.annotations = o.annotations
 		p := c.createPod(t, ns, spec)
 		names = append(names, p.Name)
 	}

@@ -107,9 +107,11 @@ func TestPreFilterAcrossPlacements(t *testing.T) {
 }
 
 // TestPreFilterReusedInPodGroupCycle: in a pod-group cycle a pod's state
-// is computed in its first placement and reused in the others (all nodes:
-// Filter judges the placement's); another pod computes its own; outside a
-// pod-group cycle nothing is kept.
+// is computed in its first placement and reused in the others; another pod
+// computes its own; no list is named there (Filter judges every node of
+// the placement and says why: no per-pod PostFilter runs in a pod-group
+// cycle to explain a list); outside a pod-group cycle nothing is kept and
+// the list is named.
 func TestPreFilterReusedInPodGroupCycle(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	pl := newPlugin(t, defaultArgs(), nil)
@@ -130,33 +132,35 @@ func TestPreFilterReusedInPodGroupCycle(t *testing.T) {
 		p.UID = types.UID(uid)
 		return p
 	}
-	run := func(state *framework.CycleState, pod *v1.Pod) sets.Set[string] {
+	run := func(state *framework.CycleState, pod *v1.Pod) (sets.Set[string], *preFilterState) {
 		t.Helper()
 		res, s := pl.PreFilter(ctx, state, pod, nodes)
 		if !s.IsSuccess() {
 			t.Fatalf("PreFilter: %v", s)
 		}
-		if _, err := getPreFilterState(state); err != nil {
+		ps, err := getPreFilterState(state)
+		if err != nil {
 			t.Fatalf("no state written: %v", err)
 		}
 		if shared.Read(state) == nil {
 			t.Fatal("no shared nodes written")
 		}
 		if res == nil {
-			return nil
+			return nil, ps
 		}
-		return res.NodeNames
+		return res.NodeNames, ps
 	}
-	if got := run(inGroup(), member("a")); !got.Equal(sets.New("free")) {
-		t.Errorf("first placement: %v, want [free]", sets.List(got))
+	list, first := run(inGroup(), member("a"))
+	if list != nil {
+		t.Errorf("first placement: %v, want all nodes", sets.List(list))
 	}
-	if got := run(inGroup(), member("a")); got != nil {
-		t.Errorf("second placement: %v, want all nodes (state reused)", sets.List(got))
+	if list, again := run(inGroup(), member("a")); list != nil || again != first {
+		t.Errorf("second placement: %v, state reused %v; want all nodes, reused", sets.List(list), again == first)
 	}
-	if got := run(inGroup(), member("b")); !got.Equal(sets.New("free")) {
-		t.Errorf("another pod: %v, want [free]", sets.List(got))
+	if list, other := run(inGroup(), member("b")); list != nil || other == first {
+		t.Errorf("another pod: %v, state shared %v; want all nodes, its own state", sets.List(list), other == first)
 	}
-	if got := run(framework.NewCycleState(), member("a")); !got.Equal(sets.New("free")) {
-		t.Errorf("outside a pod-group cycle: %v, want [free]", sets.List(got))
+	if list, alone := run(framework.NewCycleState(), member("a")); !list.Equal(sets.New("free")) || alone == first {
+		t.Errorf("outside a pod-group cycle: %v, state reused %v; want [free], a new state", sets.List(list), alone == first)
 	}
 }

@@ -26,7 +26,8 @@ import (
 // In a pod-group cycle the scheduler runs PreFilter for every pod once per
 // placement (schedule_one_podgroup.go), on all nodes, and filters only the
 // placement's. The state is then kept in the PodGroupCycleState (by pod
-// UID) and reused for the pod's later placements (groupState).
+// UID) and reused for the pod's later placements (groupState), and no
+// node list is named.
 func (pl *DeviceFit) PreFilter(ctx context.Context, cycleState fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	group := podGroupCycle(cycleState)
 	if s := groupState(group, pod); s != nil && s.kindsValid() {
@@ -48,7 +49,14 @@ func (pl *DeviceFit) PreFilter(ctx context.Context, cycleState fwk.CycleState, p
 		return nil, status
 	}
 	pl.writeState(cycleState, s)
-	res := pl.candidates(klog.FromContext(ctx), s, pod, nodes)
+	// No list in a pod-group cycle: upstream runs no per-pod PostFilter
+	// there, so the nodes a list left out would read only "didn't satisfy
+	// plugin(s) [DeviceFit]" in the pending pod's message; Filter, run on
+	// every node of the placement, says why on each.
+	var res *fwk.PreFilterResult
+	if group == nil {
+		res = pl.candidates(klog.FromContext(ctx), s, pod, nodes)
+	}
 	// Filter must not use the entries: the next cycle reuses the slice.
 	s.entries, s.admitted, s.view, s.picks, s.memos = nil, nil, nil, nil, nil
 	if group != nil && len(s.demand) > 0 && s.dra == nil {
