@@ -207,9 +207,10 @@ bench: $(BIN)/etcd ## scheduler_perf 5000-node comparison + micro-benchmarks: ta
 
 # bench-gangs (issue 14, docs/placement.md): the GangMix pair (label
 # gangmix, generated in test/perf/gangmix_test.go): seeds 42-46 of a job mix
-# of single pods and gangs arriving over 10 NVLink cliques, at 50% and 100%
-# of its demand (~1.25x the fleet's GPUs), under the upstream default
-# profile and devicefit; the gang table: GPUs allocated and in gangs,
+# of single pods and gangs arriving in 8 waves over 10 NVLink cliques (each
+# wave 0.3x the fleet's GPUs, each job leaving 1-4 waves later), after 25%,
+# 50% and 100% of the waves, under the upstream default profile and
+# devicefit; the gang table: GPUs allocated and in gangs,
 # groups placed, whole domains, stranded devices, pods/s.
 .PHONY: bench-gangs
 BENCH_GANGS_DIR := $(BENCH_DIR)/gangs

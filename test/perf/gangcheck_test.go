@@ -26,8 +26,9 @@ type gangCheck struct {
 	GPUs      int64 `json:"gpus"`
 	Allocated int64 `json:"allocated"`
 	InGangs   int64 `json:"inGangs"`
-	// GroupsArrived are the PodGroups; GroupsPlaced those with at least
-	// minCount pods bound.
+	// GroupsArrived are the PodGroups with pods (a group whose pods have
+	// all left, as GangMix's jobs do, is gone); GroupsPlaced those with at
+	// least minCount pods bound.
 	GroupsArrived int `json:"groupsArrived"`
 	GroupsPlaced  int `json:"groupsPlaced"`
 	// PodsArrived/PodsBound of the pods outside any group.
@@ -90,6 +91,7 @@ func checkGangs(ctx context.Context, client clientset.Interface) (c gangCheck, o
 	bound := map[groupKey]int{}
 	domains := map[groupKey]map[string]bool{}
 	perPod := map[groupKey]int64{}
+	members := map[groupKey]int{}
 	var errs []string
 	for i := range pods.Items {
 		p := &pods.Items[i]
@@ -105,6 +107,7 @@ func checkGangs(ctx context.Context, client clientset.Interface) (c gangCheck, o
 		if sg := p.Spec.SchedulingGroup; sg != nil && sg.PodGroupName != nil {
 			g = &groupKey{p.Namespace, *sg.PodGroupName}
 			perPod[*g] = gpus
+			members[*g]++
 		} else {
 			c.SinglesArrived++
 		}
@@ -133,6 +136,9 @@ func checkGangs(ctx context.Context, client clientset.Interface) (c gangCheck, o
 	shapes := map[gangShape]bool{}
 	for _, pg := range groups.Items {
 		k := groupKey{pg.Namespace, pg.Name}
+		if members[k] == 0 {
+			continue
+		}
 		c.GroupsArrived++
 		min := 1
 		if gang := pg.Spec.SchedulingPolicy.Gang; gang != nil {

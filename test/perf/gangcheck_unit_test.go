@@ -52,8 +52,10 @@ func TestCheckGangs(t *testing.T) {
 		want: gangCheck{Domains: 2, GPUs: 24, Allocated: 9, InGangs: 8, GroupsArrived: 2, GroupsPlaced: 1,
 			SinglesArrived: 2, SinglesBound: 1, WholeDomains: 0, Stranded: 7, Shapes: []string{"2x4", "3x4"}},
 	}, {
+		// g1's pods have left (GangMix's departures): g1 is not counted,
+		// nor is its shape.
 		name:    "whole",
-		objects: []runtime.Object{group("g0", 2), pod("p0", "g0", "a1", "4"), pod("p1", "g0", "a2", "4")},
+		objects: []runtime.Object{group("g0", 2), group("g1", 5), pod("p0", "g0", "a1", "4"), pod("p1", "g0", "a2", "4")},
 		want: gangCheck{Domains: 2, GPUs: 24, Allocated: 8, InGangs: 8, GroupsArrived: 1, GroupsPlaced: 1,
 			WholeDomains: 1, Stranded: 4, Shapes: []string{"2x4"}},
 	}, {
