@@ -1,0 +1,135 @@
+package replay
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/devicefit/devicefit/pkg/devices"
+)
+
+// TestShareChoice: which GPU of a node with partly used GPUs each device
+// choice gives a share. The fgd rows are FGD's worked example
+// (pkg/devices/drafragmentation.go: free shares 1, 0.5 and 0.2, jobs of
+// half a GPU and a whole one, equally likely) and one where FGD and best
+// fit part: with only small jobs about, a share on the untouched GPU
+// strands nothing, where best fit's leaves 0.1 no job can use.
+func TestShareChoice(t *testing.T) {
+	halfAndWhole := []PodSpec{
+		{Name: "half", MilliCPU: 1000, MemoryMiB: 1024, GPUs: 1, GPUMilli: 500},
+		{Name: "whole", MilliCPU: 1000, MemoryMiB: 1024, GPUs: 1, GPUMilli: 1000},
+	}
+	small := []PodSpec{
+		{Name: "tenth", MilliCPU: 1000, MemoryMiB: 1024, GPUs: 1, GPUMilli: 100},
+		{Name: "third", MilliCPU: 1000, MemoryMiB: 1024, GPUs: 1, GPUMilli: 300},
+	}
+	tests := []struct {
+		name     string
+		workload []PodSpec
+		used     []int64
+		share    int64
+		choice   DeviceChoice
+		want     int
+	}{
+		{"first fit takes the first GPU with room", halfAndWhole, []int64{0, 500, 800}, 200, ChoiceFirstFit, 0},
+		{"first fit skips full GPUs", halfAndWhole, []int64{900, 500, 800}, 200, ChoiceFirstFit, 1},
+		{"best fit takes the least free share that fits", halfAndWhole, []int64{0, 500, 800}, 200, ChoiceBestFit, 2},
+		{"best fit: the GPU filled exactly", halfAndWhole, []int64{0, 700, 600}, 300, ChoiceBestFit, 1},
+		{"best fit: ties go to the first", halfAndWhole, []int64{0, 600, 600}, 300, ChoiceBestFit, 1},
+		// FGD's example: 0.2 on the GPU with 0.2 free strands 0.25 GPU,
+		// on the half-free one 0.5, on the untouched one 0.85.
+		{"fgd on FGD's example", halfAndWhole, []int64{0, 500, 800}, 200, ChoiceFGD, 2},
+		// A half on (1, 0.5, 0.2): on the half-free GPU nothing is
+		// left partly used but 0.2 (stranded 0.2 for both jobs); on the
+		// untouched one 0.5 and 0.5 stay usable by halves.
+		{"fgd keeps the untouched GPU for whole jobs", halfAndWhole, []int64{0, 500, 800}, 500, ChoiceFGD, 1},
+		{"fgd parts from best fit", small, []int64{0, 500, 600}, 300, ChoiceFGD, 0},
+		{"best fit there", small, []int64{0, 500, 600}, 300, ChoiceBestFit, 2},
+		{"no GPU with room", halfAndWhole, []int64{900, 900, 900}, 200, ChoiceFGD, -1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			fleet := []NodeSpec{{Name: "n", MilliCPU: 64000, MemoryMiB: 256 << 10, GPUs: int64(len(tc.used)), Model: "T4"}}
+			classes, err := WorkloadClasses(tc.workload)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wl, err := devices.NewWorkload(classes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := newTracker(fleet, []*v1.Node{NewNode(&fleet[0])}, wl)
+			st := newShareTracker(fleet)
+			copy(st.used[0], tc.used)
+			m.withShares(st)
+			got := st.choose(0, tc.share, tc.choice, nil, func(used []int64) float64 {
+				return m.strandedShares(0, used, 60000, 200<<30)
+			})
+			if got != tc.want {
+				t.Errorf("%s gives %d shares on GPUs used %v to GPU %d, want %d", tc.choice, tc.share, tc.used, got, tc.want)
+			}
+			if want := []int64(tc.used); !equalInts(st.used[0], want) {
+				t.Errorf("choose changed the GPUs' shares: %v, was %v", st.used[0], want)
+			}
+		})
+	}
+}
+
+func equalInts(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestOracleReplay: one node of two GPUs, shares of 500, 700, 200 and 500
+// in that order. First fit, upstream's allocator, puts the 200 beside the
+// 500 on gpu-0 and leaves 300 free on each GPU: the last half fails (70%
+// allocated). Best fit and fgd put it on gpu-1 (900) and the last half
+// fits on gpu-0 (95%). The replay moves each share to the oracle's GPU in
+// the claim's allocation, and the end-of-replay check that every GPU's
+// shares in the allocator's state are the model's passes (the model's
+// gpu-1 at 900 could not match an allocation left on gpu-0). The same
+// with DevicePack modelling the oracle.
+func TestOracleReplay(t *testing.T) {
+	fleet := []NodeSpec{{Name: "n", MilliCPU: 64000, MemoryMiB: 256 << 10, GPUs: 2, Model: "T4"}}
+	var pods []PodSpec
+	for i, milli := range []int64{500, 700, 200, 500} {
+		pods = append(pods, PodSpec{Name: "p" + strconv.Itoa(i), MilliCPU: 1000, MemoryMiB: 1024, GPUs: 1, GPUMilli: milli})
+	}
+	for _, tc := range []struct {
+		choice    DeviceChoice
+		model     bool
+		allocated float64
+		last      string
+	}{
+		{ChoiceFirstFit, false, 70, ""},
+		{ChoiceBestFit, false, 95, "n"},
+		{ChoiceFGD, false, 95, "n"},
+		{ChoiceBestFit, true, 95, "n"},
+		{ChoiceFGD, true, 95, "n"},
+	} {
+		res := run(t, Config{Nodes: fleet, Pods: pods, Fractional: FractionalDRAShares, Arrival: exact,
+			Policies: policies(t, PolicyDefault, PolicyDeviceFit),
+			Engine:   EngineOptions{Devices: DevicesDRA, DeviceChoice: tc.choice, ModelDeviceChoice: tc.model}})
+		for _, p := range res.Policies {
+			if p.Final.AllocatedPct != tc.allocated || p.Placements[3] != tc.last {
+				t.Errorf("%s (model %v), %s: allocated %v%%, last half on %q; want %v%% and %q",
+					tc.choice, tc.model, p.Name, p.Final.AllocatedPct, p.Placements[3], tc.allocated, tc.last)
+			}
+		}
+		if tc.choice != ChoiceFirstFit && res.Inputs.DeviceChoice != string(tc.choice) {
+			t.Errorf("inputs record device choice %q, want %s", res.Inputs.DeviceChoice, tc.choice)
+		}
+	}
+	if _, err := ParseDeviceChoice("worst-fit"); err == nil || !strings.Contains(err.Error(), "worst-fit") {
+		t.Errorf("ParseDeviceChoice(worst-fit): want an error naming it, got %v", err)
+	}
+}
