@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/devicefit/devicefit/pkg/devices"
+	"github.com/devicefit/devicefit/pkg/dra"
 )
 
 // TestShareChoice: which GPU of a node with partly used GPUs each device
@@ -131,5 +133,60 @@ func TestOracleReplay(t *testing.T) {
 	}
 	if _, err := ParseDeviceChoice("worst-fit"); err == nil || !strings.Contains(err.Error(), "worst-fit") {
 		t.Errorf("ParseDeviceChoice(worst-fit): want an error naming it, got %v", err)
+	}
+}
+
+// TestModelDeviceChoiceWiring: the framework's DRA manager implements
+// dra.DeviceChooser (so that DevicePack models the oracle) only with an
+// oracle choice and ModelDeviceChoice; first fit never hands it one, and
+// its answer for a share of a node is the oracle's GPU among the
+// candidates.
+func TestModelDeviceChoiceWiring(t *testing.T) {
+	fleet := []NodeSpec{{Name: "n", MilliCPU: 64000, MemoryMiB: 256 << 10, GPUs: 3, Model: "T4"}}
+	pods := []PodSpec{{Name: "p", MilliCPU: 1000, MemoryMiB: 1024, GPUs: 1, GPUMilli: 200}}
+	arrivals, err := Arrivals(pods, Capacity(fleet), exact)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		choice DeviceChoice
+		model  bool
+		want   bool
+	}{
+		{ChoiceFirstFit, false, false},
+		{ChoiceFirstFit, true, false},
+		{ChoiceFGD, false, false},
+		{ChoiceFGD, true, true},
+		{ChoiceBestFit, true, true},
+	} {
+		ctx, cancel := context.WithCancel(context.Background())
+		s, err := newSimulation(ctx, policies(t, PolicyDeviceFit)[0], fleet, arrivals, nil,
+			EngineOptions{Devices: DevicesDRA, Shares: true, DeviceChoice: tc.choice, ModelDeviceChoice: tc.model})
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		chooser, ok := s.fw.SharedDRAManager().(dra.DeviceChooser)
+		if ok != tc.want {
+			t.Errorf("%s, model %v: the framework's DRA manager implements DeviceChooser: %v, want %v", tc.choice, tc.model, ok, tc.want)
+		}
+		if ok {
+			// GPUs used 0, 500, 900: a share of 100 goes to gpu-2 by
+			// best fit, and by fgd (no workload: no stranding, the first
+			// GPU) to gpu-0.
+			copy(s.shares.used[0], []int64{0, 500, 900})
+			s.request = podRequest{milliCPU: 1000, memory: 1 << 30, share: 100}
+			v, err := dra.NewTracker().View(ctx, s.fw.SharedDRAManager())
+			if err != nil {
+				cancel()
+				t.Fatal(err)
+			}
+			n := v.Node("n")
+			want := map[DeviceChoice]int{ChoiceBestFit: 2, ChoiceFGD: 0}[tc.choice]
+			if got := chooser.ChooseDevice(n, sharesRequest(100), n.Devices); got != want {
+				t.Errorf("%s: ChooseDevice gives %d, want %d", tc.choice, got, want)
+			}
+		}
+		cancel()
 	}
 }
