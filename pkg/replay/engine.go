@@ -298,10 +298,10 @@ func newSimulation(ctx context.Context, pol Policy, fleet []NodeSpec, arrivals [
 	if opts.Shares {
 		s.shares = newShareTracker(fleet)
 		s.metrics.withShares(s.shares)
-		s.choice = ChoiceFirstFit
-		if opts.oracle() {
-			s.choice = opts.DeviceChoice
-		}
+	}
+	s.choice = ChoiceFirstFit
+	if opts.oracle() {
+		s.choice = opts.DeviceChoice
 	}
 	if chooser != nil {
 		s.nodeIndex = make(map[string]int, len(fleet))
