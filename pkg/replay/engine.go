@@ -130,6 +130,7 @@ type simulation struct {
 	// DeviceChooser.
 	choice    DeviceChoice
 	nodeIndex map[string]int
+	moved     int // share claims the oracle moved off first fit's GPU
 	gpus      []int64
 	request   podRequest
 	free      []podRequest
@@ -529,6 +530,9 @@ func (s *simulation) schedule(ctx context.Context, pod *v1.Pod) (outcome, error)
 		if gpu < 0 {
 			return outcome{}, fmt.Errorf("the %s device choice finds no GPU of node %s with %d shares left, yet the allocator placed the pod there", s.choice, name, s.request.share)
 		}
+		if gpu != s.shares.firstFit(chosen, s.request.share) {
+			s.moved++
+		}
 	}
 	if s.dra != nil {
 		if err := s.dra.claims.commit(pod.UID, pod.Name, moveShareTo(name, gpu)); err != nil {
@@ -656,6 +660,11 @@ type PolicyResult struct {
 	// FailedBy counts failed pods per plugin that rejected them somewhere
 	// (a pod can count for several plugins).
 	FailedBy map[string]int `json:"failed_by"`
+	// MovedShares counts the share claims an oracle device choice
+	// (EngineOptions.DeviceChoice) gave another GPU than first fit would
+	// have; SharesPlaced the share claims placed.
+	MovedShares  int `json:"moved_shares,omitempty"`
+	SharesPlaced int `json:"shares_placed,omitempty"`
 	// Failures lists every failed pod (not in the JSON; see WriteFailures).
 	Failures []Failure `json:"-"`
 	// Placements holds, per arrival, the node it was bound to ("" when it
@@ -779,6 +788,14 @@ func RunPolicy(ctx context.Context, pol Policy, fleet []NodeSpec, arrivals []Arr
 		nextPoint++
 	}
 	res.Final = m.point(len(arrivals))
+	if s.choice != ChoiceFirstFit {
+		res.MovedShares = s.moved
+		for i := range arrivals {
+			if a := &arrivals[i]; a.Pod.Fractional() && res.Placements[i] != "" {
+				res.SharesPlaced++
+			}
+		}
+	}
 	switch {
 	case opts.Shares:
 		if err := s.checkShares(m.shares, fleet, m.allocated); err != nil {

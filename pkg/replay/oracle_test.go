@@ -127,6 +127,12 @@ func TestOracleReplay(t *testing.T) {
 					tc.choice, tc.model, p.Name, p.Final.AllocatedPct, p.Placements[3], tc.allocated, tc.last)
 			}
 		}
+		for _, p := range res.Policies {
+			// The oracles move the 200 off gpu-0.
+			if want := map[bool]int{true: 1}[tc.choice != ChoiceFirstFit]; p.MovedShares != want {
+				t.Errorf("%s (model %v), %s: %d shares moved off first fit's GPU, want %d", tc.choice, tc.model, p.Name, p.MovedShares, want)
+			}
+		}
 		if tc.choice != ChoiceFirstFit && res.Inputs.DeviceChoice != string(tc.choice) {
 			t.Errorf("inputs record device choice %q, want %s", res.Inputs.DeviceChoice, tc.choice)
 		}

@@ -224,6 +224,13 @@ func WriteTable(w io.Writer, res *Result) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if in.DeviceChoice != "" {
+		for _, p := range res.Policies {
+			if _, err := fmt.Fprintf(w, "%s: the %s oracle gave %d of the %d shares placed another GPU than first fit's\n", p.Name, in.DeviceChoice, p.MovedShares, p.SharesPlaced); err != nil {
+				return err
+			}
+		}
+	}
 	return writeFailures(w, res)
 }
 
