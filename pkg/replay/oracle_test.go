@@ -196,3 +196,35 @@ func TestModelDeviceChoiceWiring(t *testing.T) {
 		cancel()
 	}
 }
+
+// TestOraclePrescreen: with an oracle device choice the pre-screen's
+// verdicts (a GPU with the share left, by the shares model) are still the
+// allocator's: every policy places the same with the pre-screen off, and
+// the oracle does move shares in the scenario (a fleet of 4-GPU nodes and
+// shares of many sizes among whole-GPU pods).
+func TestOraclePrescreen(t *testing.T) {
+	var fleet []NodeSpec
+	for i := range 6 {
+		fleet = append(fleet, NodeSpec{Name: "n" + strconv.Itoa(i), MilliCPU: 32000, MemoryMiB: 128 << 10, GPUs: 4, Model: "T4"})
+	}
+	var pods []PodSpec
+	for i, milli := range []int64{100, 200, 300, 500, 700, 900, 1000, 250, 600, 400, 1000, 150} {
+		pods = append(pods, PodSpec{Name: "p" + strconv.Itoa(i), MilliCPU: 2000, MemoryMiB: 4096, GPUs: 1, GPUMilli: milli})
+	}
+	for _, model := range []bool{false, true} {
+		cfg := Config{Nodes: fleet, Pods: pods, Fractional: FractionalDRAShares,
+			Arrival:  ArrivalOptions{Tune: 1.3, Order: OrderShuffle, Seed: 7},
+			Policies: policies(t, PolicyDefault, PolicyDeviceFit),
+			Engine:   EngineOptions{Devices: DevicesDRA, DeviceChoice: ChoiceFGD, ModelDeviceChoice: model}}
+		screened := run(t, cfg)
+		cfg.Engine.NoPrescreen = true
+		sameReplay(t, screened, run(t, cfg), "the pre-screen changed the replay with the fgd oracle")
+		moved := 0
+		for _, p := range screened.Policies {
+			moved += p.MovedShares
+		}
+		if moved == 0 {
+			t.Errorf("model %v: the fgd oracle moved no share: the scenario does not test it", model)
+		}
+	}
+}
