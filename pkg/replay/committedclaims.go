@@ -140,7 +140,7 @@ func (c *committedClaims) ListAllAllocatedDevices() (sets.Set[structured.DeviceI
 // allocation signalled since the last commit leaves the flight and is
 // committed, its claim reserved for pod. rewrite, when not nil, changes
 // each claim's allocation before it is committed (an oracle's device in
-// place of the allocator's, sharesmode.go); an error from it is returned
+// place of the allocator's, oracle.go); an error from it is returned
 // once every claim has left the flight.
 func (c *committedClaims) commit(pod types.UID, podName string, rewrite func(*resourceapi.ResourceClaim) error) error {
 	var errs []error

@@ -522,7 +522,7 @@ func (s *simulation) schedule(ctx context.Context, pod *v1.Pod) (outcome, error)
 	if err := s.snap.AssumePod(pi); err != nil {
 		return outcome{}, err
 	}
-	gpu := -1
+	gpu, firstFit := -1, -1
 	if s.choice != ChoiceFirstFit && s.request.share > 0 {
 		// The oracle's device replaces the allocator's first fit in the
 		// claim's allocation, as if the allocator had chosen it.
@@ -530,12 +530,12 @@ func (s *simulation) schedule(ctx context.Context, pod *v1.Pod) (outcome, error)
 		if gpu < 0 {
 			return outcome{}, fmt.Errorf("the %s device choice finds no GPU of node %s with %d shares left, yet the allocator placed the pod there", s.choice, name, s.request.share)
 		}
-		if gpu != s.shares.firstFit(chosen, s.request.share) {
+		if firstFit = s.shares.firstFit(chosen, s.request.share); gpu != firstFit {
 			s.moved++
 		}
 	}
 	if s.dra != nil {
-		if err := s.dra.claims.commit(pod.UID, pod.Name, moveShareTo(name, gpu)); err != nil {
+		if err := s.dra.claims.commit(pod.UID, pod.Name, moveShareTo(name, gpu, firstFit)); err != nil {
 			return outcome{}, err
 		}
 	}

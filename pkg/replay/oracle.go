@@ -40,8 +40,10 @@ func (s *simulation) oracleGPU(i int, allowed []int) int {
 
 // moveShare makes the share claim's allocation, which the allocator made
 // on node, name GPU gpu of that node instead: the device is all that
-// changes (its share ID and consumed capacity stay the allocator's).
-func moveShare(c *resourceapi.ResourceClaim, node string, gpu int) error {
+// changes (its share ID and consumed capacity stay the allocator's). The
+// allocator's device must be firstFit, the shares model's first fit: what
+// the replay counts as moved is what the allocator would have done.
+func moveShare(c *resourceapi.ResourceClaim, node string, gpu, firstFit int) error {
 	a := c.Status.Allocation
 	if a == nil || len(a.Devices.Results) != 1 {
 		return fmt.Errorf("a share claim's allocation should have one result, has %v", a)
@@ -50,17 +52,21 @@ func moveShare(c *resourceapi.ResourceClaim, node string, gpu int) error {
 	if r.Driver != nvdra.Driver || r.Pool != node || r.ShareID == nil {
 		return fmt.Errorf("the allocator gave %s/%s/%s (share %v), not a share of a GPU of node %s", r.Driver, r.Pool, r.Device, r.ShareID, node)
 	}
+	if want := "gpu-" + strconv.Itoa(firstFit); r.Device != want {
+		return fmt.Errorf("the allocator gave the share %s of node %s, the shares model's first fit %s", r.Device, node, want)
+	}
 	r.Device = "gpu-" + strconv.Itoa(gpu)
 	return nil
 }
 
-// moveShareTo is the rewrite commit applies for a share moved to GPU gpu
-// of node (nil, none, for a negative gpu: the allocator's first fit).
-func moveShareTo(node string, gpu int) func(*resourceapi.ResourceClaim) error {
+// moveShareTo is the rewrite commit applies for a share moved from GPU
+// firstFit of node to GPU gpu (nil, none, for a negative gpu: the
+// allocator's first fit stays).
+func moveShareTo(node string, gpu, firstFit int) func(*resourceapi.ResourceClaim) error {
 	if gpu < 0 {
 		return nil
 	}
-	return func(c *resourceapi.ResourceClaim) error { return moveShare(c, node, gpu) }
+	return func(c *resourceapi.ResourceClaim) error { return moveShare(c, node, gpu, firstFit) }
 }
 
 // gpuIndex reads the GPU index from a device name of the fleet's slices.
