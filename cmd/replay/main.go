@@ -70,6 +70,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		par         = fs.Int("parallelism", runtime.GOMAXPROCS(0), "workers for Filter and Score (does not change results)")
 		noPrescreen = fs.Bool("no-prescreen", false, "hand every node to the Filter plugins, even those NodeResourcesFit must reject (slower; same placements)")
 		devicesMode = fs.String("devices", string(replay.DevicesPlugin), "how the fleet's GPUs reach the scheduler: plugin (node allocatable) or dra (ResourceSlices and a DeviceClass serving nvidia.com/gpu)")
+		choice      = fs.String("device-choice", string(replay.ChoiceFirstFit), "with --fractional dra-shares, the GPU of the chosen node a share claim gets: first-fit (upstream's allocator), or an oracle the replay puts in its place: best-fit (the least free share that fits) or fgd (the GPU leaving the node least fragmented for the trace's workload)")
+		modelChoice = fs.Bool("model-device-choice", false, "with an oracle --device-choice, DevicePack scores the placements that choice makes, not first fit's")
 		quiet       = fs.Bool("quiet", false, "no progress on stderr")
 		cpuProfile  = fs.String("cpuprofile", "", "write a CPU profile (pprof) to this file")
 		memProfile  = fs.String("memprofile", "", "write a heap profile (pprof, allocations included) to this file at the end")
@@ -98,6 +100,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	mode, err := replay.ParseDeviceMode(*devicesMode)
 	if err != nil {
 		return fail(err)
+	}
+	devChoice, err := replay.ParseDeviceChoice(*choice)
+	if err != nil {
+		return fail(err)
+	}
+	if devChoice != replay.ChoiceFirstFit && frac != replay.FractionalDRAShares {
+		return fail(fmt.Errorf("--device-choice %s needs --fractional %s", devChoice, replay.FractionalDRAShares))
+	}
+	if *modelChoice && devChoice == replay.ChoiceFirstFit {
+		return fail(errors.New("--model-device-choice needs an oracle --device-choice (best-fit or fgd)"))
 	}
 	nodes, err := replay.LoadNodes(*nodesFile)
 	if err != nil {
@@ -158,9 +170,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Fractional: frac,
 		Arrival:    replay.ArrivalOptions{Tune: *tune, Order: ord, Seed: *seed},
 		Policies:   pols,
-		Engine:     replay.EngineOptions{Parallelism: *par, AllNodes: *allNodes, NoPrescreen: *noPrescreen, Progress: progress, Devices: mode},
-		Timing:     *timing,
-		Version:    version.Get().GitVersion,
+		Engine: replay.EngineOptions{Parallelism: *par, AllNodes: *allNodes, NoPrescreen: *noPrescreen, Progress: progress, Devices: mode,
+			DeviceChoice: devChoice, ModelDeviceChoice: *modelChoice},
+		Timing:  *timing,
+		Version: version.Get().GitVersion,
 	})
 	if err != nil {
 		return fail(err)

@@ -56,6 +56,9 @@ func TestRunErrors(t *testing.T) {
 		{name: "bad fractional", args: []string{"--nodes", scenario, "--pods", scenario, "--fractional", "half"}, want: 1},
 		{name: "bad order", args: []string{"--nodes", scenario, "--pods", scenario, "--order", "random"}, want: 1},
 		{name: "unknown policy", args: []string{"--nodes", scenario, "--pods", scenario, "--policies", "fifo"}, want: 1},
+		{name: "bad device choice", args: []string{"--nodes", scenario, "--pods", scenario, "--fractional", "dra-shares", "--devices", "dra", "--device-choice", "worst-fit"}, want: 1},
+		{name: "device choice without shares", args: []string{"--nodes", scenario, "--pods", scenario, "--device-choice", "fgd"}, want: 1},
+		{name: "model without an oracle", args: []string{"--nodes", scenario, "--pods", scenario, "--fractional", "dra-shares", "--devices", "dra", "--model-device-choice"}, want: 1},
 		{name: "stray argument", args: []string{"--nodes", scenario, "--pods", scenario, "extra"}, want: 1},
 		{name: "help", args: []string{"-h"}, want: 0},
 	}

@@ -167,7 +167,7 @@ func (v *View) NodePicks(n *devices.DRANode, reqs []Request, served func(Request
 			}
 		}
 		if !memoised {
-			held, found = v.usage.FirstFit(n, match, r.Count, r.Capacity, held[:0])
+			held, found = v.choose(n, match, r.Count, r.Capacity, held[:0])
 		}
 		if !found {
 			ok = false

@@ -129,6 +129,9 @@ func (t *Tracker) View(ctx context.Context, m fwk.SharedDRAManager) (*View, erro
 	if r := m.DeviceClassResolver(); r != nil {
 		v.resolver = r
 	}
+	if c, ok := m.(DeviceChooser); ok {
+		v.chooser = c
+	}
 	return v, nil
 }
 

@@ -83,6 +83,9 @@ type View struct {
 	nodes   []*nodeData
 	caps    []capMemo
 	scratch []*devices.DRADevice
+	// chooser is the framework's DRA manager when it implements
+	// DeviceChooser (a simulator's oracle): nil, first fit.
+	chooser DeviceChooser
 }
 
 // nodeData is a node's entries and, per class (index into View.classes),

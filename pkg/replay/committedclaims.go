@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 
@@ -137,8 +138,12 @@ func (c *committedClaims) ListAllAllocatedDevices() (sets.Set[structured.DeviceI
 
 // commit does PreBind's bookkeeping for the pod just reserved: each
 // allocation signalled since the last commit leaves the flight and is
-// committed, its claim reserved for pod.
-func (c *committedClaims) commit(pod types.UID, podName string) {
+// committed, its claim reserved for pod. rewrite, when not nil, changes
+// each claim's allocation before it is committed (an oracle's device in
+// place of the allocator's, oracle.go); an error from it is returned
+// once every claim has left the flight.
+func (c *committedClaims) commit(pod types.UID, podName string, rewrite func(*resourceapi.ResourceClaim) error) error {
+	var errs []error
 	c.mu.Lock()
 	pending := c.pending
 	c.pending = map[types.UID]*resourceapi.ResourceClaim{}
@@ -148,6 +153,11 @@ func (c *committedClaims) commit(pod types.UID, podName string) {
 		bound := claim.DeepCopy()
 		bound.Status.ReservedFor = append(bound.Status.ReservedFor,
 			resourceapi.ResourceClaimConsumerReference{Resource: "pods", Name: podName, UID: pod})
+		if rewrite != nil {
+			if err := rewrite(bound); err != nil {
+				errs = append(errs, fmt.Errorf("ResourceClaim %s/%s: %w", bound.Namespace, bound.Name, err))
+			}
+		}
 		// The claim DynamicResources makes for an extended resource
 		// (KEP-5004) exists only in memory until PreBind creates it:
 		// nobody can look it up by name, only its devices count.
@@ -160,6 +170,7 @@ func (c *committedClaims) commit(pod types.UID, podName string) {
 		add(bound.Status.Allocation, c.dedicated, c.shared, c.consumed)
 		c.mu.Unlock()
 	}
+	return errors.Join(errs...)
 }
 
 // verify recomputes the committed state from the allocations: the sets

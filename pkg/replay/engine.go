@@ -64,6 +64,21 @@ type EngineOptions struct {
 	// shares of one through claims (--fractional dra-shares,
 	// sharesmode.go). Needs Devices dra.
 	Shares bool
+	// DeviceChoice is which GPU of the chosen node a share claim gets:
+	// first fit, upstream's allocator (the default), or an oracle's choice
+	// (sharesmode.go), which the replay makes the claim's allocation in
+	// place of the allocator's. Shares only; it changes the result.
+	DeviceChoice DeviceChoice
+	// ModelDeviceChoice makes DevicePack's model of the allocator
+	// (pkg/dra's Picks) follow DeviceChoice too, through the DRA manager
+	// the framework gets (dra.DeviceChooser); otherwise it models first
+	// fit, as in a cluster.
+	ModelDeviceChoice bool
+}
+
+// oracle reports whether share claims get an oracle's device.
+func (o *EngineOptions) oracle() bool {
+	return o.Shares && o.DeviceChoice != "" && o.DeviceChoice != ChoiceFirstFit
 }
 
 var metricsOnce sync.Once
@@ -110,10 +125,16 @@ type simulation struct {
 	draByModel bool
 	models     []string // per node, the GPU model its slice publishes
 	shares     *shareTracker
-	gpus       []int64
-	request    podRequest
-	free       []podRequest
-	slots      []int
+	// choice is the device choice of share claims (EngineOptions);
+	// nodeIndex maps node names to fleet indexes for the DRA manager's
+	// DeviceChooser.
+	choice    DeviceChoice
+	nodeIndex map[string]int
+	moved     int // share claims the oracle moved off first fit's GPU
+	gpus      []int64
+	request   podRequest
+	free      []podRequest
+	slots     []int
 }
 
 // podRequest is what NodeResourcesFit checks of a replay pod; share is a
@@ -232,7 +253,11 @@ func newSimulation(ctx context.Context, pol Policy, fleet []NodeSpec, arrivals [
 		}
 		client = fake.NewClientset(objs...)
 	}
-	fw, dra, err := newFramework(ctx, pol, registry, client, snap, par)
+	var chooser *choosingDRA
+	if opts.oracle() && opts.ModelDeviceChoice {
+		chooser = &choosingDRA{}
+	}
+	fw, dra, err := newFramework(ctx, pol, registry, client, snap, par, chooser)
 	if err != nil {
 		return nil, err
 	}
@@ -275,6 +300,17 @@ func newSimulation(ctx context.Context, pol Policy, fleet []NodeSpec, arrivals [
 		s.shares = newShareTracker(fleet)
 		s.metrics.withShares(s.shares)
 	}
+	s.choice = ChoiceFirstFit
+	if opts.oracle() {
+		s.choice = opts.DeviceChoice
+	}
+	if chooser != nil {
+		s.nodeIndex = make(map[string]int, len(fleet))
+		for i := range fleet {
+			s.nodeIndex[fleet[i].Name] = i
+		}
+		chooser.choose = s.chooseDevice
+	}
 	for i := range s.nodes {
 		s.metrics.update(i, s.nodes[i])
 		s.refresh(i)
@@ -286,7 +322,11 @@ func newSimulation(ctx context.Context, pol Policy, fleet []NodeSpec, arrivals [
 // scheduler.New does for a profile, over snap and a fake API client that
 // holds what the plugins read through informers (volumes, DRA objects and
 // the like). The informers are started and synced.
-func newFramework(ctx context.Context, pol Policy, registry frameworkruntime.Registry, client *fake.Clientset, snap *internalcache.Snapshot, par int) (framework.Framework, *committedDRA, error) {
+//
+// chooser, when not nil, is the DRA manager the framework gets instead of
+// the committed one it wraps (an oracle's device choice, modelled by
+// DevicePack); its choose function is the caller's to set.
+func newFramework(ctx context.Context, pol Policy, registry frameworkruntime.Registry, client *fake.Clientset, snap *internalcache.Snapshot, par int, chooser *choosingDRA) (framework.Framework, *committedDRA, error) {
 	logger := klog.FromContext(ctx)
 	informerFactory := informers.NewSharedInformerFactory(client, 0)
 	var draManager fwk.SharedDRAManager
@@ -327,6 +367,10 @@ func newFramework(ctx context.Context, pol Policy, registry frameworkruntime.Reg
 		}
 		claims = newCommittedDRA(m)
 		draManager = claims
+		if chooser != nil {
+			chooser.committedDRA = claims
+			draManager = chooser
+		}
 	}
 	profile := pol.Profile
 	fw, err := frameworkruntime.NewFramework(ctx, registry, &profile,
@@ -377,6 +421,9 @@ func numFeasibleNodesToFind(percentage int32, numAllNodes int) int {
 // outcome of one pod.
 type outcome struct {
 	node int // fleet index, -1 when the pod failed
+	// gpu is the GPU an oracle device choice gave a share claim; -1 for
+	// first fit (the allocator's own choice).
+	gpu int
 	// rejectedBy names the plugins that turned the pod (or some node) away.
 	rejectedBy []string
 }
@@ -475,11 +522,25 @@ func (s *simulation) schedule(ctx context.Context, pod *v1.Pod) (outcome, error)
 	if err := s.snap.AssumePod(pi); err != nil {
 		return outcome{}, err
 	}
+	gpu, firstFit := -1, -1
+	if s.choice != ChoiceFirstFit && s.request.share > 0 {
+		// The oracle's device replaces the allocator's first fit in the
+		// claim's allocation, as if the allocator had chosen it.
+		gpu = s.oracleGPU(chosen, nil)
+		if gpu < 0 {
+			return outcome{}, fmt.Errorf("the %s device choice finds no GPU of node %s with %d shares left, yet the allocator placed the pod there", s.choice, name, s.request.share)
+		}
+		if firstFit = s.shares.firstFit(chosen, s.request.share); gpu != firstFit {
+			s.moved++
+		}
+	}
 	if s.dra != nil {
-		s.dra.claims.commit(pod.UID, pod.Name)
+		if err := s.dra.claims.commit(pod.UID, pod.Name, moveShareTo(name, gpu, firstFit)); err != nil {
+			return outcome{}, err
+		}
 	}
 	s.refresh(chosen)
-	return outcome{node: chosen}, nil
+	return outcome{node: chosen, gpu: gpu}, nil
 }
 
 // allocatorAgrees runs every Filter plugin, DynamicResources' allocator
@@ -599,6 +660,11 @@ type PolicyResult struct {
 	// FailedBy counts failed pods per plugin that rejected them somewhere
 	// (a pod can count for several plugins).
 	FailedBy map[string]int `json:"failed_by"`
+	// MovedShares counts the share claims an oracle device choice
+	// (EngineOptions.DeviceChoice) gave another GPU than first fit would
+	// have; SharesPlaced the share claims placed.
+	MovedShares  int `json:"moved_shares,omitempty"`
+	SharesPlaced int `json:"shares_placed,omitempty"`
 	// Failures lists every failed pod (not in the JSON; see WriteFailures).
 	Failures []Failure `json:"-"`
 	// Placements holds, per arrival, the node it was bound to ("" when it
@@ -703,7 +769,7 @@ func RunPolicy(ctx context.Context, pol Policy, fleet []NodeSpec, arrivals []Arr
 		} else {
 			m.allocated += a.Pod.MilliGPUs()
 			if m.shares != nil {
-				if err := m.shares.place(out.node, a.Pod); err != nil {
+				if err := m.shares.place(out.node, a.Pod, out.gpu); err != nil {
 					return nil, fmt.Errorf("policy %s, pod %s: %w", pol.Name, a.Name, err)
 				}
 			}
@@ -722,6 +788,14 @@ func RunPolicy(ctx context.Context, pol Policy, fleet []NodeSpec, arrivals []Arr
 		nextPoint++
 	}
 	res.Final = m.point(len(arrivals))
+	if s.choice != ChoiceFirstFit {
+		res.MovedShares = s.moved
+		for i := range arrivals {
+			if a := &arrivals[i]; a.Pod.Fractional() && res.Placements[i] != "" {
+				res.SharesPlaced++
+			}
+		}
+	}
 	switch {
 	case opts.Shares:
 		if err := s.checkShares(m.shares, fleet, m.allocated); err != nil {

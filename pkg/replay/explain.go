@@ -115,7 +115,7 @@ func newClusterSim(ctx context.Context, pol Policy, c Cluster, except *v1.Pod) (
 	for _, p := range bound {
 		objects = append(objects, p)
 	}
-	fw, _, err := newFramework(ctx, pol, registry, fake.NewClientset(objects...), snap, 1)
+	fw, _, err := newFramework(ctx, pol, registry, fake.NewClientset(objects...), snap, 1, nil)
 	if err != nil {
 		return nil, err
 	}

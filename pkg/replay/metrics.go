@@ -82,15 +82,7 @@ func (t *tracker) update(i int, ni fwk.NodeInfo) {
 	}
 	alloc, req := ni.GetAllocatable(), ni.GetRequested()
 	if t.shares != nil {
-		untouched, partial := t.shares.free(i, t.partial[:0])
-		t.partial = partial[:0]
-		capacity := float64(untouched)
-		for _, p := range partial {
-			capacity += p
-		}
-		t.stranded[i] = t.workload.StrandedDRA([]devices.DRAFree{{
-			Resource: DeviceResource, Free: untouched, Size: 1, Accept: t.accept[i], Partial: partial, Need: t.need,
-		}}, capacity, max(alloc.GetMilliCPU()-req.GetMilliCPU(), 0), max(alloc.GetMemory()-req.GetMemory(), 0))
+		t.stranded[i] = t.strandedShares(i, t.shares.used[i], alloc.GetMilliCPU()-req.GetMilliCPU(), alloc.GetMemory()-req.GetMemory())
 		return
 	}
 	free := t.gpus[i] - req.GetScalarResources()[DeviceResource]
@@ -101,6 +93,22 @@ func (t *tracker) update(i int, ni fwk.NodeInfo) {
 		MemoryBytes: max(alloc.GetMemory()-req.GetMemory(), 0),
 		Device:      t.device[i],
 	})
+}
+
+// strandedShares is the expected GPU capacity of node i that a job of the
+// workload could not use there (FGD's measure on partial GPUs) with its
+// GPUs' shares used as given and milliCPU, memory left: the fragmentation
+// metric in dra-shares mode, and the fgd device choice's cost.
+func (t *tracker) strandedShares(i int, used []int64, milliCPU, memory int64) float64 {
+	untouched, partial := freeShares(used, t.partial[:0])
+	t.partial = partial[:0]
+	capacity := float64(untouched)
+	for _, p := range partial {
+		capacity += p
+	}
+	return t.workload.StrandedDRA([]devices.DRAFree{{
+		Resource: DeviceResource, Free: untouched, Size: 1, Accept: t.accept[i], Partial: partial, Need: t.need,
+	}}, capacity, max(milliCPU, 0), max(memory, 0))
 }
 
 // point returns the current state after pods pods were tried.

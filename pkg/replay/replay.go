@@ -49,6 +49,11 @@ type Inputs struct {
 	// Devices is plugin or dra (EngineOptions.Devices); empty in results
 	// written before DRA mode, which were plugin.
 	Devices string `json:"devices,omitempty"`
+	// DeviceChoice is an oracle's device choice of share claims
+	// (EngineOptions.DeviceChoice), ModelDeviceChoice whether DevicePack
+	// modelled it; empty and false for upstream's first fit.
+	DeviceChoice      string `json:"device_choice,omitempty"`
+	ModelDeviceChoice bool   `json:"model_device_choice,omitempty"`
 }
 
 // Result is the replay of every policy: the JSON of --json.
@@ -120,6 +125,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			Devices:    string(cfg.Engine.Devices),
 		},
 	}
+	if cfg.Engine.oracle() {
+		res.Inputs.DeviceChoice = string(cfg.Engine.DeviceChoice)
+		res.Inputs.ModelDeviceChoice = cfg.Engine.ModelDeviceChoice
+	}
 	for _, pol := range cfg.Policies {
 		pr, err := RunPolicy(ctx, pol, cfg.Nodes, arrivals, wl, cfg.Engine)
 		if err != nil {
@@ -188,6 +197,13 @@ func WriteTable(w io.Writer, res *Result) error {
 	}
 	fmt.Fprintf(w, "fleet %s: %d nodes, %d %s; pods %s: %d (%d fractional, %s), %s, %s -> %d arrivals\n",
 		in.Nodes, res.Nodes, res.CapacityDevices, res.Resource, in.Pods, res.TracePods, res.FractionalPods, in.Fractional, tune, order, res.Pods)
+	if in.DeviceChoice != "" {
+		model := "DevicePack models first fit"
+		if in.ModelDeviceChoice {
+			model = "DevicePack models it"
+		}
+		fmt.Fprintf(w, "device choice of share claims: %s oracle in place of the allocator's first fit (%s)\n", in.DeviceChoice, model)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "policy\tarrived%\tallocated%\tunallocated%\tfragmented%\tfailed pods\tfailed device pods\twall s\t")
 	for _, p := range res.Policies {
@@ -207,6 +223,13 @@ func WriteTable(w io.Writer, res *Result) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if in.DeviceChoice != "" {
+		for _, p := range res.Policies {
+			if _, err := fmt.Fprintf(w, "%s: the %s oracle gave %d of the %d shares placed another GPU than first fit's\n", p.Name, in.DeviceChoice, p.MovedShares, p.SharesPlaced); err != nil {
+				return err
+			}
+		}
 	}
 	return writeFailures(w, res)
 }

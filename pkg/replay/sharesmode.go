@@ -2,6 +2,7 @@ package replay
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -86,12 +87,43 @@ func withShareClaim(pod *v1.Pod, a *Arrival) {
 	pod.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To(shareClaimName(a))}}
 }
 
+// DeviceChoice is which GPU of the node the policy chose a share claim
+// gets (--device-choice, dra-shares mode).
+type DeviceChoice string
+
+const (
+	// ChoiceFirstFit is upstream's allocator: the first GPU of the node's
+	// slice with the shares left. The default, and what a cluster does.
+	ChoiceFirstFit DeviceChoice = "first-fit"
+	// ChoiceBestFit is an oracle: the GPU with the least free share that
+	// still fits the claim.
+	ChoiceBestFit DeviceChoice = "best-fit"
+	// ChoiceFGD is an oracle: the GPU whose share leaves the node the least
+	// fragmented for the trace's workload (FGD's measure on partial GPUs,
+	// devices.Workload.StrandedDRA), as FGD's simulator picks the GPU on
+	// the node.
+	ChoiceFGD DeviceChoice = "fgd"
+)
+
+// ParseDeviceChoice reads --device-choice ("" is first fit).
+func ParseDeviceChoice(s string) (DeviceChoice, error) {
+	switch c := DeviceChoice(s); c {
+	case "":
+		return ChoiceFirstFit, nil
+	case ChoiceFirstFit, ChoiceBestFit, ChoiceFGD:
+		return c, nil
+	}
+	return "", fmt.Errorf("unknown device choice %q (want %s, %s or %s)", s, ChoiceFirstFit, ChoiceBestFit, ChoiceFGD)
+}
+
 // shareTracker models what the allocator does with the shares of each
 // node's GPUs: first fit in device order (gpu-0, gpu-1, …, one slice per
-// node), a share on the first GPU with room, whole GPUs on untouched ones.
-// The fragmentation metric reads it after every placement; checkShares
-// compares it with the allocator's own allocated state at the end, so a
-// model that strays fails the replay.
+// node), a share on the first GPU with room, whole GPUs on untouched ones;
+// or, with an oracle device choice (choose), the share on the GPU the
+// oracle picks, which the replay then makes the claim's allocation
+// (simulation.oracle). The fragmentation metric reads it after every
+// placement; checkShares compares it with the allocator's own allocated
+// state at the end, so a model that strays fails the replay.
 type shareTracker struct {
 	used [][]int64 // per node, per GPU: shares consumed
 }
@@ -104,17 +136,19 @@ func newShareTracker(fleet []NodeSpec) *shareTracker {
 	return t
 }
 
-// place records pod p on node i.
-func (t *shareTracker) place(i int, p *PodSpec) error {
+// place records pod p on node i; a fractional pod's share goes on GPU gpu
+// (the oracle's choice), or by first fit when gpu is negative.
+func (t *shareTracker) place(i int, p *PodSpec, gpu int) error {
 	gpus := t.used[i]
 	if p.Fractional() {
-		for j, u := range gpus {
-			if u+p.GPUMilli <= sharesPerGPU {
-				gpus[j] += p.GPUMilli
-				return nil
-			}
+		if gpu < 0 {
+			gpu = t.firstFit(i, p.GPUMilli)
 		}
-		return fmt.Errorf("no GPU of node %d has %d shares left, yet the pod was placed there", i, p.GPUMilli)
+		if gpu < 0 || gpu >= len(gpus) || gpus[gpu]+p.GPUMilli > sharesPerGPU {
+			return fmt.Errorf("no GPU of node %d has %d shares left (GPU %d chosen), yet the pod was placed there", i, p.GPUMilli, gpu)
+		}
+		gpus[gpu] += p.GPUMilli
+		return nil
 	}
 	need := p.GPUs
 	for j := range gpus {
@@ -129,9 +163,55 @@ func (t *shareTracker) place(i int, p *PodSpec) error {
 	return nil
 }
 
+// firstFit returns the first GPU of node i with share shares left, or -1.
+func (t *shareTracker) firstFit(i int, share int64) int {
+	for j, u := range t.used[i] {
+		if u+share <= sharesPerGPU {
+			return j
+		}
+	}
+	return -1
+}
+
+// choose returns the GPU of node i that choice gives a share of share
+// shares, among those with room (and in allowed, when not nil); -1 when
+// none has room. Ties go to the first in slice order. stranded, for fgd,
+// is the node's expected stranded GPU capacity with its GPUs used as given
+// (tracker.strandedShares).
+func (t *shareTracker) choose(i int, share int64, choice DeviceChoice, allowed []int, stranded func(used []int64) float64) int {
+	gpus := t.used[i]
+	best, bestCost := -1, 0.0
+	for j, u := range gpus {
+		if u+share > sharesPerGPU || allowed != nil && !slices.Contains(allowed, j) {
+			continue
+		}
+		var cost float64
+		switch choice {
+		case ChoiceBestFit:
+			cost = float64(sharesPerGPU - u - share)
+		case ChoiceFGD:
+			gpus[j] += share
+			cost = stranded(gpus)
+			gpus[j] -= share
+		}
+		if best < 0 || cost < bestCost-shareEpsilon {
+			best, bestCost = j, cost
+		}
+		if choice == ChoiceFirstFit {
+			break
+		}
+	}
+	return best
+}
+
+// shareEpsilon absorbs float rounding when the stranded capacities two
+// choices of GPU leave are compared: the first GPU wins a tie.
+const shareEpsilon = 1e-9
+
 // fits reports whether node i has a GPU with share shares left (share > 0)
 // or whole untouched GPUs: whether the allocator's first fit could place
-// such a request there, product selectors aside.
+// such a request there, product selectors aside. Any oracle choice puts a
+// share on a GPU with room, so it agrees.
 func (t *shareTracker) fits(i int, whole, share int64) bool {
 	var untouched int64
 	for _, u := range t.used[i] {
@@ -148,8 +228,13 @@ func (t *shareTracker) fits(i int, whole, share int64) bool {
 // free returns node i's untouched GPUs and the free shares (fractions of a
 // GPU) of those partly used, appended to partial.
 func (t *shareTracker) free(i int, partial []float64) (int64, []float64) {
+	return freeShares(t.used[i], partial)
+}
+
+// freeShares is free for a node's GPUs used as given.
+func freeShares(used []int64, partial []float64) (int64, []float64) {
 	var untouched int64
-	for _, u := range t.used[i] {
+	for _, u := range used {
 		switch {
 		case u == 0:
 			untouched++
