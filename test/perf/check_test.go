@@ -20,56 +20,16 @@ import (
 
 	"github.com/devicefit/devicefit/internal/e2eutil"
 	"github.com/devicefit/devicefit/pkg/devices"
+	"github.com/devicefit/devicefit/test/perf/results"
 )
 
 // devicefitSchedulerName is the profile of manifests/scheduler-config.yaml.
 const devicefitSchedulerName = "devicefit"
 
-// workloadExtras is what scheduler_perf's data items do not carry, one per
-// workload: the placement check, the batching counters and the peak RSS.
-type workloadExtras struct {
-	// Name is the benchmark name, e.g. BenchmarkPerfScheduling/GPUFleet_DeviceFit/500Nodes.
-	Name string `json:"name"`
-	// PeakRSSMiB is the process's VmHWM from the start of the workload (after
-	// the apiserver and scheduler started) to its end. scheduler_perf runs
-	// kube-apiserver, the scheduler and the test client in this one process,
-	// so it is not the scheduler's alone: compare it between profiles. -1
-	// when /proc cannot reset or report it.
-	PeakRSSMiB float64 `json:"peakRSSMiB"`
-	// Counters over the whole workload (initial and measured pods), summed
-	// over the scheduler's only profile, from its own metrics.
-	ScheduleAttempts map[string]float64 `json:"scheduleAttempts"` // scheduler_schedule_attempts_total by result
-	BatchAttempts    map[string]float64 `json:"batchAttempts"`    // scheduler_batch_attempts_total by result
-	BatchFlushes     map[string]float64 `json:"batchFlushes"`     // scheduler_batch_cache_flushed_total by reason
-	Placement        placementCheck     `json:"placement"`
-	// Gangs is the domain-level outcome of a workload with pod groups.
-	Gangs *gangCheck `json:"gangs,omitempty"`
-}
-
-// placementCheck is what the check found among the pods bound at the end.
-type placementCheck struct {
-	BoundPods int `json:"boundPods"`
-	// BoundByNamespace splits BoundPods: "measure" holds the measured pods.
-	BoundByNamespace map[string]int `json:"boundByNamespace"`
-	DevicePods       int            `json:"devicePods"`
-	// SelectorViolations are bound device pods on a node whose devices
-	// their devicefit.io/* annotations reject. Always 0 for the devicefit
-	// profile (else the workload fails); the default scheduler does not read
-	// the annotations.
-	SelectorViolations int `json:"selectorViolations"`
-	// Overcommitted counts node/resource pairs whose bound pods request more
-	// devices than the node has, and violations of the DRA invariant (a
-	// device in two claims, a shared counter over its value): never
-	// allowed, under either profile.
-	Overcommitted int `json:"overcommitted"`
-	// DRADevices is the devices claims hold.
-	DRADevices int `json:"draDevices,omitempty"`
-}
-
 // runExtras collects the extras of every workload of one benchmark run.
 type runExtras struct {
 	mu    sync.Mutex
-	items []workloadExtras
+	items []results.Workload
 }
 
 // prepare runs before each workload's first op (scheduler_perf's
@@ -80,7 +40,7 @@ func (r *runExtras) prepare(tCtx ktesting.TContext) error {
 	rssReset := resetPeakRSS() == nil
 	name, client := tCtx.Name(), tCtx.Client()
 	tCtx.TB().Cleanup(func() {
-		x := workloadExtras{
+		x := results.Workload{
 			Name:             name,
 			PeakRSSMiB:       -1,
 			ScheduleAttempts: counterBy("scheduler_schedule_attempts_total", "result"),
@@ -120,10 +80,7 @@ func (r *runExtras) write(dir string) error {
 	if len(r.items) == 0 {
 		return nil
 	}
-	data, err := json.MarshalIndent(struct {
-		Version   string           `json:"version"`
-		Workloads []workloadExtras `json:"workloads"`
-	}{"v1", r.items}, "", "  ")
+	data, err := json.MarshalIndent(results.File{Version: "v1", Workloads: r.items}, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -144,8 +101,8 @@ func (r *runExtras) write(dir string) error {
 // are checked through the claims: the DRA invariant
 // (devices.DRAAllocationProblems) and the selector on the devices the pod's
 // claim holds.
-func checkPlacement(ctx context.Context, client clientset.Interface) (placementCheck, error) {
-	c := placementCheck{BoundByNamespace: map[string]int{}}
+func checkPlacement(ctx context.Context, client clientset.Interface) (results.Placement, error) {
+	c := results.Placement{BoundByNamespace: map[string]int{}}
 	set, err := devices.NewResourceSet(devices.DefaultResourcePatterns())
 	if err != nil {
 		return c, err

@@ -10,6 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientset "k8s.io/client-go/kubernetes"
+
+	"github.com/devicefit/devicefit/test/perf/results"
 )
 
 // cliqueLabel is the NVLink domain of a node (GPU Feature Discovery).
@@ -17,40 +19,12 @@ const cliqueLabel = "nvidia.com/gpu.clique"
 
 const gpuResource v1.ResourceName = "nvidia.com/gpu"
 
-// gangCheck is the domain-level outcome at the end of a workload with pod
-// groups (docs/placement.md, "Gangs"): what the API server holds then.
-type gangCheck struct {
-	Domains int `json:"domains"`
-	// GPUs is the fleet's GPUs in domains; Allocated those bound pods
-	// request, InGangs the part of them held by pods of a pod group.
-	GPUs      int64 `json:"gpus"`
-	Allocated int64 `json:"allocated"`
-	InGangs   int64 `json:"inGangs"`
-	// GroupsArrived are the PodGroups with pods (a group whose pods have
-	// all left, as GangMix's jobs do, is gone); GroupsPlaced those with at
-	// least minCount pods bound.
-	GroupsArrived int `json:"groupsArrived"`
-	GroupsPlaced  int `json:"groupsPlaced"`
-	// PodsArrived/PodsBound of the pods outside any group.
-	SinglesArrived int `json:"singlesArrived"`
-	SinglesBound   int `json:"singlesBound"`
-	// WholeDomains have none of their GPUs requested.
-	WholeDomains int `json:"wholeDomains"`
-	// Stranded are free GPUs that no gang shape of the workload (pods x
-	// GPUs per pod, from its PodGroups) could use: all the free GPUs of a
-	// domain no shape fits any more, and in the others the free GPUs left
-	// on a node below a whole pod of the smallest fitting per-pod size.
-	Stranded int64 `json:"stranded"`
-	// Shapes are the gang shapes, "pods x gpus".
-	Shapes []string `json:"shapes"`
-}
-
 type gangShape struct{ pods, gpus int64 }
 
-// checkGangs computes gangCheck, and fails when a group is bound in part
+// checkGangs computes results.Gangs, and fails when a group is bound in part
 // (below minCount) or across domains. ok is false when there are no pod
 // groups or no domains: nothing to report.
-func checkGangs(ctx context.Context, client clientset.Interface) (c gangCheck, ok bool, err error) {
+func checkGangs(ctx context.Context, client clientset.Interface) (c results.Gangs, ok bool, err error) {
 	groups, err := client.SchedulingV1beta1().PodGroups(metav1.NamespaceAll).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
 	if apierrors.IsNotFound(err) {
 		// The workload ran without GenericWorkload: the apiserver does

@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/devicefit/devicefit/test/perf/results"
 )
 
 // TestCheckGangs runs the gang check on objects made by hand: two cliques
@@ -39,7 +41,7 @@ func TestCheckGangs(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		objects []runtime.Object
-		want    gangCheck
+		want    results.Gangs
 		wantErr string
 	}{{
 		// g0 (2x4) placed in a; g1 (3x4) arrived, unplaced; a single 1-GPU
@@ -49,14 +51,14 @@ func TestCheckGangs(t *testing.T) {
 			pod("p0", "g0", "a1", "4"), pod("p1", "g0", "a2", "4"),
 			pod("q0", "g1", "", "4"), pod("q1", "g1", "", "4"), pod("q2", "g1", "", "4"),
 			pod("s0", "", "b1", "1"), pod("s1", "", "", "2")},
-		want: gangCheck{Domains: 2, GPUs: 24, Allocated: 9, InGangs: 8, GroupsArrived: 2, GroupsPlaced: 1,
+		want: results.Gangs{Domains: 2, GPUs: 24, Allocated: 9, InGangs: 8, GroupsArrived: 2, GroupsPlaced: 1,
 			SinglesArrived: 2, SinglesBound: 1, WholeDomains: 0, Stranded: 7, Shapes: []string{"2x4", "3x4"}},
 	}, {
 		// g1's pods have left (GangMix's departures): g1 is not counted,
 		// nor is its shape.
 		name:    "whole",
 		objects: []runtime.Object{group("g0", 2), group("g1", 5), pod("p0", "g0", "a1", "4"), pod("p1", "g0", "a2", "4")},
-		want: gangCheck{Domains: 2, GPUs: 24, Allocated: 8, InGangs: 8, GroupsArrived: 1, GroupsPlaced: 1,
+		want: results.Gangs{Domains: 2, GPUs: 24, Allocated: 8, InGangs: 8, GroupsArrived: 1, GroupsPlaced: 1,
 			WholeDomains: 1, Stranded: 4, Shapes: []string{"2x4"}},
 	}, {
 		name:    "partial",

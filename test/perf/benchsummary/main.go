@@ -27,6 +27,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/devicefit/devicefit/test/perf/results"
 )
 
 // defaultRatio is the comparison of docs/performance.md and the issue.
@@ -49,40 +51,11 @@ type dataItems struct {
 	} `json:"dataItems"`
 }
 
-type extrasFile struct {
-	Workloads []extras `json:"workloads"`
-}
-
-type extras struct {
-	Name             string             `json:"name"`
-	PeakRSSMiB       float64            `json:"peakRSSMiB"`
-	ScheduleAttempts map[string]float64 `json:"scheduleAttempts"`
-	BatchAttempts    map[string]float64 `json:"batchAttempts"`
-	BatchFlushes     map[string]float64 `json:"batchFlushes"`
-	Placement        struct {
-		BoundPods          int            `json:"boundPods"`
-		BoundByNamespace   map[string]int `json:"boundByNamespace"`
-		DevicePods         int            `json:"devicePods"`
-		SelectorViolations int            `json:"selectorViolations"`
-		Overcommitted      int            `json:"overcommitted"`
-	} `json:"placement"`
-	Gangs *gangs `json:"gangs"`
-}
-
-// gangs is test/perf's gangCheck (gangcheck_test.go).
-type gangs struct {
-	Domains        int      `json:"domains"`
-	GPUs           int64    `json:"gpus"`
-	Allocated      int64    `json:"allocated"`
-	InGangs        int64    `json:"inGangs"`
-	GroupsArrived  int      `json:"groupsArrived"`
-	GroupsPlaced   int      `json:"groupsPlaced"`
-	SinglesArrived int      `json:"singlesArrived"`
-	SinglesBound   int      `json:"singlesBound"`
-	WholeDomains   int      `json:"wholeDomains"`
-	Stranded       int64    `json:"stranded"`
-	Shapes         []string `json:"shapes"`
-}
+// The extras files are test/perf's results.File.
+type (
+	extras = results.Workload
+	gangs  = results.Gangs
+)
 
 // key identifies one run: shape/workload under one profile.
 type key struct{ workload, profile string }
@@ -181,7 +154,7 @@ func load(path string, runs map[key]*run) error {
 		return err
 	}
 	if strings.Contains(path, "_extras_") {
-		var f extrasFile
+		var f results.File
 		if err := json.Unmarshal(data, &f); err != nil {
 			return err
 		}
