@@ -221,7 +221,7 @@ func gangMixOps() []map[string]any {
 // gangMixTestCases renders the GangMix_Default / GangMix_DeviceFit pair, one
 // workload per seed and arrival share, as YAML list items (JSON is YAML) to
 // append to the performance config. A workload cut before the last wave
-// has no pods and no groups in the waves after its cut.
+// has no pods in the waves after its cut (their PodGroups stay empty).
 func gangMixTestCases() (string, error) {
 	m := gangMix
 	nodes := m.Cliques * m.NodesPerClique
