@@ -277,14 +277,7 @@ func runWorkload(ctx context.Context, o options, dir string, procs *[]*controlpl
 	fmt.Printf("Control plane ready in %.1fs: etcd, kube-apiserver at %s (%s %s)\n", time.Since(t).Seconds(), cp.URL, workloadGates, workloadAPI)
 
 	t = time.Now()
-	rendered, le, err := renderSchedulerConfig(config, dir, cp.SchedulerKubeconfig)
-	if err != nil {
-		return err
-	}
-	if err := grantLeaderElection(ctx, cp, le); err != nil {
-		return err
-	}
-	sched, err := startScheduler(binDir, dir, rendered, cp, workloadGates)
+	sched, _, err := startScheduler(ctx, binDir, dir, config, cp, workloadGates)
 	if err != nil {
 		return err
 	}

@@ -178,14 +178,7 @@ func runLocal(ctx context.Context, o options, dir string, procs *[]*controlplane
 		time.Since(t).Seconds(), cp.URL)
 
 	t = time.Now()
-	rendered, le, err := renderSchedulerConfig(config, dir, cp.SchedulerKubeconfig)
-	if err != nil {
-		return err
-	}
-	if err := grantLeaderElection(ctx, cp, le); err != nil {
-		return err
-	}
-	sched, err := startScheduler(binDir, dir, rendered, cp)
+	sched, le, err := startScheduler(ctx, binDir, dir, config, cp)
 	if err != nil {
 		return err
 	}

@@ -63,16 +63,26 @@ func grantLeaderElection(ctx context.Context, cp *controlplane.ControlPlane, le 
 	return nil
 }
 
-// startScheduler starts bin/devicefit-scheduler with the rendered config as
-// SchedulerUser; its /metrics is read with the admin token. It does not wait:
-// the fleet is registered while the scheduler boots.
-func startScheduler(binDir, dir, config string, cp *controlplane.ControlPlane, extraArgs ...string) (*controlplane.Scheduler, error) {
-	return controlplane.StartScheduler(controlplane.SchedulerOptions{
+// startScheduler renders the KubeSchedulerConfiguration at config into dir,
+// lets SchedulerUser hold its lease, and starts bin/devicefit-scheduler with
+// it as SchedulerUser; its /metrics is read with the admin token. It returns
+// the lease the config names. It does not wait: the fleet is registered
+// while the scheduler boots.
+func startScheduler(ctx context.Context, binDir, dir, config string, cp *controlplane.ControlPlane, extraArgs ...string) (*controlplane.Scheduler, controlplane.LeaderElection, error) {
+	rendered, le, err := renderSchedulerConfig(config, dir, cp.SchedulerKubeconfig)
+	if err != nil {
+		return nil, le, err
+	}
+	if err := grantLeaderElection(ctx, cp, le); err != nil {
+		return nil, le, err
+	}
+	sched, err := controlplane.StartScheduler(controlplane.SchedulerOptions{
 		Binary:     filepath.Join(binDir, "devicefit-scheduler"),
-		Config:     config,
+		Config:     rendered,
 		Kubeconfig: cp.SchedulerKubeconfig,
 		Dir:        dir,
 		Token:      cp.AdminToken,
 		ExtraArgs:  append([]string{"--v=2"}, extraArgs...),
 	})
+	return sched, le, err
 }
