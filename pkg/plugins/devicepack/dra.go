@@ -189,31 +189,61 @@ func mapKind(kindMap []int, k int) int {
 // finishDRA computes each DRA candidate's fragmentation term, once the
 // kinds' acceptance is known (computeKinds): the growth of StrandedDRA
 // from before the placement to after it. Here, not in Score, because it
-// needs a slice per node.
-func (s *preScoreState) finishDRA() {
-	if s.workload == nil {
+// needs a slice per node. With every node scored this is most of
+// PreScore's time, so the nodes are split over the framework's
+// parallelizer, as upstream plugins do their per-node PreScore work; each
+// chunk has its own slices and writes only its nodes' frag.
+func (pl *DevicePack) finishDRA(ctx context.Context, s *preScoreState) {
+	if s.workload == nil || len(s.dra) == 0 {
 		return
 	}
-	var before, after []devices.DRAFree
+	nodes := make([]*draNode, 0, len(s.dra))
 	for _, dn := range s.dra {
-		before, after = before[:0], after[:0]
+		nodes = append(nodes, dn)
+		// need fills the kinds' cache on first use: fill it here, so the
+		// parallel part below only reads it.
 		for i := range dn.entries {
-			e := &dn.entries[i]
-			var accept []bool
-			if e.kind >= 0 && e.kind < len(s.kinds) {
-				accept = s.kinds[e.kind].accept
-			}
-			if accept == nil && (e.before > 0 || e.after > 0 || len(e.partBefore) > 0 || len(e.partAfter) > 0) {
-				accept = s.workload.Acceptance(e.resource, e.device)
-			}
-			need := s.need(e)
-			before = append(before, devices.DRAFree{Resource: e.resource, Free: e.before, Size: e.size, Accept: accept, Partial: e.partBefore, Need: need})
-			after = append(after, devices.DRAFree{Resource: e.resource, Free: e.after, Size: e.size, Accept: accept, Partial: e.partAfter, Need: need})
+			s.need(&dn.entries[i])
 		}
-		delta := s.workload.StrandedDRA(after, dn.capAfter, dn.freeCPU-s.milliCPU, dn.freeMem-s.memoryBytes) -
-			s.workload.StrandedDRA(before, dn.capBefore, dn.freeCPU, dn.freeMem)
-		dn.frag = -int64(math.Round(delta * 1000))
 	}
+	chunks := (len(nodes) + finishChunk - 1) / finishChunk
+	work := func(c int) {
+		var before, after []devices.DRAFree
+		for _, dn := range nodes[c*finishChunk : min((c+1)*finishChunk, len(nodes))] {
+			before, after = s.finishNode(dn, before[:0], after[:0])
+		}
+	}
+	if pl.handle == nil || chunks == 1 {
+		for c := range chunks {
+			work(c)
+		}
+		return
+	}
+	pl.handle.Parallelizer().Until(ctx, chunks, work, Name)
+}
+
+// finishChunk: nodes per piece of finishDRA's parallel work.
+const finishChunk = 64
+
+// finishNode sets dn.frag; before and after are scratch, returned for reuse.
+func (s *preScoreState) finishNode(dn *draNode, before, after []devices.DRAFree) ([]devices.DRAFree, []devices.DRAFree) {
+	for i := range dn.entries {
+		e := &dn.entries[i]
+		var accept []bool
+		if e.kind >= 0 && e.kind < len(s.kinds) {
+			accept = s.kinds[e.kind].accept
+		}
+		if accept == nil && (e.before > 0 || e.after > 0 || len(e.partBefore) > 0 || len(e.partAfter) > 0) {
+			accept = s.workload.Acceptance(e.resource, e.device)
+		}
+		need := s.need(e)
+		before = append(before, devices.DRAFree{Resource: e.resource, Free: e.before, Size: e.size, Accept: accept, Partial: e.partBefore, Need: need})
+		after = append(after, devices.DRAFree{Resource: e.resource, Free: e.after, Size: e.size, Accept: accept, Partial: e.partAfter, Need: need})
+	}
+	delta := s.workload.StrandedDRA(after, dn.capAfter, dn.freeCPU-s.milliCPU, dn.freeMem-s.memoryBytes) -
+		s.workload.StrandedDRA(before, dn.capBefore, dn.freeCPU, dn.freeMem)
+	dn.frag = -int64(math.Round(delta * 1000))
+	return before, after
 }
 
 // need returns, per workload class, the share of one of e's devices a job

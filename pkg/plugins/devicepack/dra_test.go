@@ -1,6 +1,8 @@
 package devicepack
 
 import (
+	"fmt"
+	"math"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -8,6 +10,9 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/parallelize"
+	schedmetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	"k8s.io/utils/ptr"
 
@@ -105,4 +110,70 @@ func TestScoreDRA(t *testing.T) {
 			t.Errorf("want cut > whole (keep the other GPU whole), got %v", got)
 		}
 	})
+}
+
+// parallelHandle is draHandle with the framework's parallelizer.
+type parallelHandle struct{ draHandle }
+
+func (parallelHandle) Parallelizer() fwk.Parallelizer {
+	schedmetrics.Register() // Until counts its goroutines in a scheduler metric
+	return parallelize.NewParallelizer(4)
+}
+
+// TestFinishDRAParallel: with more DRA candidates than one chunk, finishDRA
+// splits them over the parallelizer; every node's fragmentation term must
+// be the one computed alone, node by node.
+func TestFinishDRAParallel(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	m := &dra.Objects{Classes: []*resourceapi.DeviceClass{nvdra.Class("gpu.nvidia.com", nvdra.WholeGPUs, string(gpu))}}
+	var nodes []*v1.Node
+	const n = 3*finishChunk + 5
+	for i := range n {
+		name := fmt.Sprintf("n%03d", i)
+		nodes = append(nodes, st.MakeNode().Name(name).Capacity(map[v1.ResourceName]string{v1.ResourceCPU: "64", v1.ResourceMemory: "512Gi"}).Obj())
+		m.Slices = append(m.Slices, nvdra.NodeSlice(name, nvdra.GPUs(0, 8, "NVIDIA H100 80GB HBM3", "Hopper", "9.0.0", "80Gi")...))
+		// i mod 8 GPUs in use: nodes differ in what a placement strands.
+		var used []string
+		for g := range i % 8 {
+			used = append(used, fmt.Sprintf("%s/gpu-%d", name, g))
+		}
+		if len(used) > 0 {
+			m.Claims = append(m.Claims, nvdra.Allocated("ns", "running-"+name, used...))
+		}
+	}
+	m.Claims = append(m.Claims, nvdra.Claim("ns", "two", "gpu.nvidia.com", 2))
+	snapshot := cache.NewSnapshot(nil, nodes)
+	pl, err := New(ctx, staticArgs(t, gpuClass(8, 1), gpuClass(2, 2), gpuClass(1, 4)), parallelHandle{draHandle{snapshotHandle{snapshot: snapshot}, m}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	infos, err := snapshot.NodeInfos().List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := framework.NewCycleState()
+	if s := pl.(*DevicePack).PreScore(ctx, state, claimPod("p", "two"), infos); !s.IsSuccess() {
+		t.Fatalf("PreScore: %v", s)
+	}
+	c, err := state.Read(preScoreStateKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.(*preScoreState)
+	if len(s.dra) != n {
+		t.Fatalf("%d DRA candidates, want %d", len(s.dra), n)
+	}
+	fragValues := map[int64]bool{}
+	for name, dn := range s.dra {
+		alone := *dn
+		alone.frag = math.MinInt64
+		s.finishNode(&alone, nil, nil)
+		if dn.frag != alone.frag {
+			t.Errorf("%s: frag %d in parallel, %d alone", name, dn.frag, alone.frag)
+		}
+		fragValues[dn.frag] = true
+	}
+	if len(fragValues) < 2 {
+		t.Errorf("every node has the same fragmentation term %v: the test shows nothing", fragValues)
+	}
 }

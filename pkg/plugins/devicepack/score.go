@@ -217,7 +217,7 @@ func (pl *DevicePack) PreScore(ctx context.Context, cycleState fwk.CycleState, p
 	}
 	if wl != nil {
 		s.computeKinds(table, pl.weights.scarcity > 0 && devicePod)
-		s.finishDRA()
+		pl.finishDRA(ctx, s)
 	}
 	// Domains single pods keep whole (podDomains). Not in a pod-group
 	// cycle: there the placement's PlacementScore chooses the domain, and a

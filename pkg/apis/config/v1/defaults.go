@@ -46,7 +46,7 @@ func SetDefaults_DevicePackArgs(obj *DevicePackArgs) { //nolint:revive // upstre
 		}
 	}
 	setDefault(&obj.FragmentationWeight, 100)
-	setDefault(&obj.BestFitWeight, 10)
+	setDefault(&obj.BestFitWeight, 1)
 	setDefault(&obj.ProductValueWeight, 1)
 	setDefault(&obj.ScarcityWeight, 100)
 	setDefault(&obj.DeviceNodePenalty, 0)

@@ -67,8 +67,11 @@ type DevicePackArgs struct {
 	// expected stranded devices, in thousandths of a device.
 	// +optional
 	FragmentationWeight *int64 `json:"fragmentationWeight,omitempty"`
-	// BestFitWeight (0..100, default 10) weighs how full the node's devices
-	// are after the placement, in thousandths.
+	// BestFitWeight (0..100, default 1) weighs how full the node's devices
+	// are after the placement, in thousandths. At 1 it only breaks near
+	// ties of fragmentation (a node going from empty to full is worth 0.01
+	// stranded device at fragmentationWeight 100); at 10 it outweighed
+	// real differences in stranded GPU shares (docs/placement.md).
 	// +optional
 	BestFitWeight *int64 `json:"bestFitWeight,omitempty"`
 	// ProductValueWeight (0..100, default 1) prefers the least valuable
