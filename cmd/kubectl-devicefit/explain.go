@@ -6,9 +6,11 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/devicefit/devicefit/pkg/cli"
 	"github.com/devicefit/devicefit/pkg/replay"
@@ -110,8 +112,30 @@ func (o *explainOptions) run(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
+	if err := o.extended(ctx, cs, pod); err != nil {
+		return err
+	}
 	if e.Chosen == "" {
 		return errUnschedulable
+	}
+	return nil
+}
+
+// extended writes which DeviceClass serves each extended resource the pod
+// asks for (table output), and warns of those none serves.
+func (o *explainOptions) extended(ctx context.Context, cs kubernetes.Interface, pod *v1.Pod) error {
+	objects, err := cli.DRAObjects(ctx, cs)
+	if err != nil {
+		return err
+	}
+	rows := cli.Asked(cli.ExtendedResources(objects, []*v1.Pod{pod}), pod)
+	if f := *o.printer.Flags.OutputFormat; f == "" || f == cli.OutputTable || f == cli.OutputWide {
+		if err := cli.PrintExtendedResources(o.streams.Out, rows); err != nil {
+			return err
+		}
+	}
+	for _, w := range cli.ExtendedWarnings(rows) {
+		fmt.Fprintln(o.streams.ErrOut, "Warning:", w)
 	}
 	return nil
 }

@@ -125,11 +125,18 @@ func (o *inventoryOptions) run(ctx context.Context) error {
 	}
 	inv := cli.BuildInventory(nodes, pods, set, w, draEntries, o.by)
 	inv.Workload = about
+	inv.ExtendedResources = cli.ExtendedResources(objects, pods)
 	if err := o.printer.Print(o.streams.Out, cli.InventoryTable(inv), "DeviceInventory", inv); err != nil {
 		return err
 	}
 	if o.table() {
+		if err := cli.PrintExtendedResources(o.streams.Out, inv.ExtendedResources); err != nil {
+			return err
+		}
 		fmt.Fprintf(o.streams.ErrOut, "\nStranded against: %s.\n", about)
+	}
+	for _, w := range cli.ExtendedWarnings(inv.ExtendedResources) {
+		fmt.Fprintln(o.streams.ErrOut, "Warning:", w)
 	}
 	return nil
 }

@@ -46,6 +46,9 @@ type Inventory struct {
 	// Workload says what stranded is counted against.
 	Workload string    `json:"workload"`
 	Pools    []PoolRow `json:"pools,omitempty"`
+	// ExtendedResources are the extended resources DeviceClasses name and
+	// the class serving each (ExtendedResources).
+	ExtendedResources []ExtendedResourceRow `json:"extendedResources,omitempty"`
 }
 
 // Views of the inventory.

@@ -2,7 +2,9 @@ package dra
 
 import (
 	"iter"
+	"slices"
 
+	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	draapi "k8s.io/dynamic-resource-allocation/api"
 	"k8s.io/dynamic-resource-allocation/structured"
@@ -51,10 +53,13 @@ type held struct {
 
 	// gen counts the changes of the usage or the classes; changed is, per
 	// node (DRANode.Index), the generation at which its entries last
-	// changed; classes are the DeviceClass objects of the last view.
-	gen     uint64
-	changed []uint64
-	classes []*resourceapi.DeviceClass
+	// changed; classes are the DeviceClass objects of the last view and
+	// resources the names they served there (ClassResource: which class
+	// serves a name can change with another class's event).
+	gen       uint64
+	changed   []uint64
+	classes   []*resourceapi.DeviceClass
+	resources []v1.ResourceName
 	// memo keeps each node's entries and capacity with the generation they
 	// were computed at.
 	memo []nodeMemo
@@ -281,15 +286,15 @@ func (h *held) resetTotals() {
 
 // setClasses records the DeviceClass objects a view serves; when they are
 // not those of the last view, every node's entries change.
-func (h *held) setClasses(objs []*resourceapi.DeviceClass) {
-	same := len(objs) == len(h.classes)
+func (h *held) setClasses(objs []*resourceapi.DeviceClass, resources []v1.ResourceName) {
+	same := len(objs) == len(h.classes) && slices.Equal(resources, h.resources)
 	for i := 0; same && i < len(objs); i++ {
 		same = objs[i] == h.classes[i]
 	}
 	if same {
 		return
 	}
-	h.classes = objs
+	h.classes, h.resources = objs, resources
 	h.gen++
 	for i := range h.changed {
 		h.changed[i] = h.gen

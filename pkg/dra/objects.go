@@ -2,15 +2,14 @@ package dra
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
-	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/dynamic-resource-allocation/structured"
 	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/utils/ptr"
 )
 
 // Objects is a fwk.SharedDRAManager over fixed DRA objects: what the
@@ -25,6 +24,22 @@ type Objects struct {
 
 	mu      sync.Mutex
 	pending map[types.UID]*resourceapi.ResourceClaim
+	// resolved is the resolver of the classes in resolvedFor (NewResolver),
+	// rebuilt when Classes differs.
+	resolved    fwk.DeviceClassResolver
+	resolvedFor []*resourceapi.DeviceClass
+}
+
+// resolver resolves extended resource names as a kube-scheduler that has
+// just listed Classes does (NewResolver).
+func (m *Objects) resolver() fwk.DeviceClassResolver {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.resolved == nil || !slices.Equal(m.resolvedFor, m.Classes) {
+		m.resolvedFor = slices.Clone(m.Classes)
+		m.resolved = NewResolver(m.Classes)
+	}
+	return m.resolved
 }
 
 var _ fwk.SharedDRAManager = &Objects{}
@@ -32,7 +47,7 @@ var _ fwk.SharedDRAManager = &Objects{}
 func (m *Objects) ResourceClaims() fwk.ResourceClaimTracker     { return claimTracker{m} }
 func (m *Objects) ResourceSlices() fwk.ResourceSliceLister      { return sliceLister{m} }
 func (m *Objects) DeviceClasses() fwk.DeviceClassLister         { return classLister{m} }
-func (m *Objects) DeviceClassResolver() fwk.DeviceClassResolver { return classLister{m} }
+func (m *Objects) DeviceClassResolver() fwk.DeviceClassResolver { return m.resolver() }
 
 type sliceLister struct{ m *Objects }
 
@@ -51,19 +66,6 @@ func (c classLister) Get(name string) (*resourceapi.DeviceClass, error) {
 		}
 	}
 	return nil, fmt.Errorf("DeviceClass %s not found", name)
-}
-
-// GetDeviceClass resolves an extended resource name as the scheduler's
-// cache does: the class naming it in spec.extendedResourceName.
-// Every class also serves its implicit name,
-// deviceclass.resource.kubernetes.io/<class>.
-func (c classLister) GetDeviceClass(r v1.ResourceName) *resourceapi.DeviceClass {
-	for _, dc := range c.m.Classes {
-		if ptr.Deref(dc.Spec.ExtendedResourceName, "") == string(r) || resourceapi.ResourceDeviceClassPrefix+dc.Name == string(r) {
-			return dc
-		}
-	}
-	return nil
 }
 
 type claimTracker struct{ m *Objects }

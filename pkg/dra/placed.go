@@ -54,11 +54,9 @@ func (t *Tracker) PodPlacements(m fwk.SharedDRAManager, pod *v1.Pod) ([]Placed, 
 	}
 	classes := map[string]v1.ResourceName{}
 	if list, err := m.DeviceClasses().List(); err == nil {
+		resolver := m.DeviceClassResolver()
 		for _, dc := range list {
-			classes[dc.Name] = ImplicitResource(dc.Name)
-			if r := ptr.Deref(dc.Spec.ExtendedResourceName, ""); r != "" {
-				classes[dc.Name] = v1.ResourceName(r)
-			}
+			classes[dc.Name] = ClassResource(resolver, dc)
 		}
 	}
 	var sl []*resourceapi.ResourceSlice

@@ -110,24 +110,23 @@ func (t *Tracker) View(ctx context.Context, m fwk.SharedDRAManager) (*View, erro
 		nodes:  make([]*nodeData, len(t.inv.Nodes)),
 		claims: m.ResourceClaims(),
 	}
+	resolver := m.DeviceClassResolver()
 	for _, c := range classList {
-		class := &Class{Name: c.Name, Resource: ImplicitResource(c.Name), matches: t.classMatches(ctx, c), obj: c}
-		if c.Spec.ExtendedResourceName != nil && *c.Spec.ExtendedResourceName != "" {
-			class.Resource = v1.ResourceName(*c.Spec.ExtendedResourceName)
-		}
+		class := &Class{Name: c.Name, Resource: ClassResource(resolver, c), matches: t.classMatches(ctx, c), obj: c}
 		v.classes = append(v.classes, class)
 		v.byName[c.Name] = class
 	}
 	sortClasses(v.classes)
 	objs := make([]*resourceapi.DeviceClass, len(v.classes))
+	resources := make([]v1.ResourceName, len(v.classes))
 	for i, c := range v.classes {
-		objs[i] = c.obj
+		objs[i], resources[i] = c.obj, c.Resource
 	}
-	t.held.setClasses(objs)
+	t.held.setClasses(objs, resources)
 	v.gen = t.held.gen
 	v.usage = t.held.usage.Clone()
-	if r := m.DeviceClassResolver(); r != nil {
-		v.resolver = r
+	if resolver != nil {
+		v.resolver = resolver
 	}
 	if c, ok := m.(DeviceChooser); ok {
 		v.chooser = c

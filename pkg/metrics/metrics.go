@@ -50,6 +50,7 @@ const (
 	ReasonCountNotAllowed    Reason = "count_not_allowed"    // outside allowedCounts
 	ReasonExceedsLargestNode Reason = "exceeds_largest_node" // more devices than any node offers
 	ReasonNoMatchingNode     Reason = "no_matching_node"     // no node offering the resource matches
+	ReasonUnservedResource   Reason = "unserved_resource"    // a DeviceClass names the resource, none serves it
 )
 
 // Rejections at Filter (once per node and scheduling attempt).
@@ -70,7 +71,7 @@ const (
 // Reasons lists every reason, so the plugins can bind one counter to each up
 // front and a rejection costs one atomic add.
 var Reasons = []Reason{
-	ReasonInvalidRequest, ReasonInvalidAnnotation, ReasonCountNotAllowed, ReasonExceedsLargestNode, ReasonNoMatchingNode,
+	ReasonInvalidRequest, ReasonInvalidAnnotation, ReasonCountNotAllowed, ReasonExceedsLargestNode, ReasonNoMatchingNode, ReasonUnservedResource,
 	ReasonProduct, ReasonExcludedProduct, ReasonMemory, ReasonFamily, ReasonCompute, ReasonShared,
 	ReasonMIGStrategy, ReasonMIGInvalid, ReasonDeviceNode, ReasonAllocatableAboveCapacity,
 }

@@ -43,6 +43,7 @@ devicefit_filter_rejections_total{reason="mig_strategy"} 0
 devicefit_filter_rejections_total{reason="no_matching_node"} 0
 devicefit_filter_rejections_total{reason="product"} 1
 devicefit_filter_rejections_total{reason="shared"} 0
+devicefit_filter_rejections_total{reason="unserved_resource"} 0
 # HELP devicefit_placed_devices_total [ALPHA] Number of devices requested by the device pods bound, by device resource and product.
 # TYPE devicefit_placed_devices_total counter
 devicefit_placed_devices_total{product="NVIDIA-H100-80GB-HBM3",resource="nvidia.com/gpu"} 12

@@ -256,23 +256,32 @@ func (e *Explanation) describeDemand(pod *v1.Pod, patterns []string) {
 		e.SelectorError = err.Error()
 		return
 	}
-	e.Selector = describeSelector(sel)
+	e.Selector = describeSelector(sel, pod.Annotations)
 }
 
-func describeSelector(s devices.Selector) []string {
+// describeSelector says what the pod's devicefit.io annotations select.
+// Product patterns are echoed as the user wrote them, with the normalised
+// form they are compared in when it differs (GFD's product label drops
+// the vendor prefix: NVIDIA-H100-80GB-HBM3 is compared as H100-80GB-HBM3).
+func describeSelector(s devices.Selector, annotations map[string]string) []string {
 	var out []string
-	patterns := func(ps []devices.ProductPattern) string {
+	patterns := func(key string, ps []devices.ProductPattern) string {
 		names := make([]string, len(ps))
 		for i, p := range ps {
 			names[i] = p.String()
 		}
-		return strings.Join(names, ", ")
+		compared := strings.Join(names, ", ")
+		written := strings.TrimSpace(annotations[key])
+		if written == "" || written == compared {
+			return compared
+		}
+		return written + " (compared as " + compared + ")"
 	}
 	if len(s.Products) > 0 {
-		out = append(out, "products: "+patterns(s.Products))
+		out = append(out, "products: "+patterns(devices.AnnotationProducts, s.Products))
 	}
 	if len(s.ExcludeProducts) > 0 {
-		out = append(out, "excluded products: "+patterns(s.ExcludeProducts))
+		out = append(out, "excluded products: "+patterns(devices.AnnotationExcludeProducts, s.ExcludeProducts))
 	}
 	if s.MinMemoryMiB > 0 {
 		out = append(out, fmt.Sprintf("device memory at least %d MiB", s.MinMemoryMiB))

@@ -59,7 +59,13 @@ func TestExplain(t *testing.T) {
 		{
 			name: "fits: the free H100", pod: explainPod("fit", "1", h100, nil), wantChosen: "h100-a",
 			wantPlugins: map[string]string{"h100-b": "NodeResourcesFit", "a100": "DeviceFit", "cpu": "NodeResourcesFit"},
-			wantDemand:  []string{"1 nvidia.com/gpu"}, wantSel: []string{"products: H100-80GB-HBM3"},
+			wantDemand:  []string{"1 nvidia.com/gpu"}, wantSel: []string{"products: NVIDIA-H100-80GB-HBM3 (compared as H100-80GB-HBM3)"},
+		},
+		{
+			// Written as compared: echoed once.
+			name: "fits: the A100 by its label's form", pod: explainPod("a100-form", "1", map[string]string{devices.AnnotationProducts: "A100-SXM4-80GB"}, nil),
+			wantChosen: "a100", wantSel: []string{"products: A100-SXM4-80GB"},
+			wantPlugins: map[string]string{"h100-a": "DeviceFit", "h100-b": "NodeResourcesFit", "cpu": "NodeResourcesFit"},
 		},
 		{
 			name: "a product nowhere: PreFilter", pod: explainPod("b300", "1", map[string]string{devices.AnnotationProducts: "B300"}, nil),

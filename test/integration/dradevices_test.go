@@ -53,6 +53,10 @@ func testDRADevices(t *testing.T, c *cluster) {
 	t.Run("shares: two half-GPU claims share one GPU so a two-GPU claim binds on the other node", func(t *testing.T) {
 		testDRAShares(t, c)
 	})
+	// Last: it deletes a class serving nvidia.com/gpu and repairs it.
+	t.Run("two classes name nvidia.com/gpu: 4 + 3 share a node so an 8 still fits", func(t *testing.T) {
+		testDRATwoClasses(t, c)
+	})
 }
 
 func l40s(first, n int) []resourceapi.Device {

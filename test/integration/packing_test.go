@@ -85,7 +85,7 @@ func testPacking(t *testing.T, c *cluster) {
 			t.Errorf("upstream: 1-GPU jobs per node %v (want 2 and 2), 8-GPU job bound: %v (want false)", perNode, bigBound)
 		}
 	})
-	t.Run("deviceNodePolicy Prefer keeps CPU pods off GPU nodes", func(t *testing.T) {
+	t.Run("deviceNodePenalty keeps CPU pods off GPU nodes", func(t *testing.T) {
 		ns := testutil.WithNewNamespace(t, c.TestContext, "prefer").NS.Name
 		t.Cleanup(func() { c.deletePodsAndWait(t, ns) })
 		for i := range 5 {

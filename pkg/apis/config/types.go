@@ -66,7 +66,8 @@ type DevicePackArgs struct {
 	// accept only some products, when a pod takes such products' devices.
 	ScarcityWeight int64
 	// DeviceNodePenalty in [0, 100] lowers the score of device nodes for
-	// device-free pods (deviceNodePolicy Prefer); 0 disables it.
+	// device-free pods, a preference where DeviceFit's DeviceNodePolicy
+	// Require is a filter; 0 disables it.
 	DeviceNodePenalty int64
 
 	// ProductValues rank products for the "least valuable product that

@@ -63,16 +63,64 @@ func (pl *DeviceFit) candidates(logger klog.Logger, s *preFilterState, pod *v1.P
 }
 
 // offer is the largest allocatable of a requested resource on any node, and
-// on any node whose devices the selector accepts (checkOffers); fromSlices:
-// some node serves it from ResourceSlices.
+// on any node whose devices the selector accepts (checkOffers); own and
+// ownMatching are the same over the nodes the pod's own rules admit
+// (ownRules); fromSlices: some node serves it from ResourceSlices.
 type offer struct {
 	largest, largestMatching int64
+	own, ownMatching         int64
 	fromSlices               bool
 }
 
+// add counts a node's offer a; own says whether the pod's own rules admit
+// the node, asked only when a could raise o.own (a fleet has few sizes:
+// most nodes raise nothing).
+func (o *offer) add(a int64, own *nodeAdmit) {
+	if a > o.largest {
+		o.largest = a
+	}
+	if a > o.own && own.ok() {
+		o.own = a
+	}
+}
+
+// raisesMatching reports whether a could raise a maximum over the nodes the
+// selector accepts: only then is the selector asked.
+func (o *offer) raisesMatching(a int64) bool {
+	return a > o.largestMatching || a > o.ownMatching
+}
+
+// addMatching counts the offer a of a node whose devices the selector
+// accepts.
+func (o *offer) addMatching(a int64, own *nodeAdmit) {
+	o.largestMatching = max(o.largestMatching, a)
+	if a > o.ownMatching && own.ok() {
+		o.ownMatching = a
+	}
+}
+
+// nodeAdmit is the pod's own rules' verdict on one node, judged at most
+// once and only when asked.
+type nodeAdmit struct {
+	rules   *ownRules
+	node    *v1.Node
+	verdict int8 // 0 unknown, 1 admitted, -1 not
+}
+
+func (n *nodeAdmit) ok() bool {
+	if n.verdict == 0 {
+		n.verdict = -1
+		if n.rules == nil || n.rules.admit(n.node) {
+			n.verdict = 1
+		}
+	}
+	return n.verdict > 0
+}
+
 // scan walks the nodes once: the offers of each request and, per node,
-// whether candidates admits it and, if not, why.
-func (s *preFilterState) scan(pod *v1.Pod, nodes []fwk.NodeInfo) {
+// whether candidates admits it and, if not, why. rules are the pod's own
+// node rules (nil: every node counts as admitted).
+func (s *preFilterState) scan(pod *v1.Pod, nodes []fwk.NodeInfo, rules *ownRules) {
 	p := newPreemptor(pod)
 	s.offers = make([]offer, len(s.demand))
 	s.found = make([]int, len(s.demand))
@@ -91,6 +139,7 @@ func (s *preFilterState) scan(pod *v1.Pod, nodes []fwk.NodeInfo) {
 		if dn != nil {
 			draNode = s.view.Node(ni.Node().Name)
 		}
+		own := nodeAdmit{rules: rules, node: ni.Node()}
 		for i, r := range s.demand {
 			if s.draServedOn(ni, i) {
 				n, ok := s.judgeDRA(draNode, i)
@@ -100,9 +149,9 @@ func (s *preFilterState) scan(pod *v1.Pod, nodes []fwk.NodeInfo) {
 				}
 				o := &s.offers[i]
 				o.fromSlices = true
-				o.largest = max(o.largest, n.total)
+				o.add(n.total, &own)
 				if n.verdict == devices.Match {
-					o.largestMatching = max(o.largestMatching, n.total)
+					o.addMatching(n.total, &own)
 				} else {
 					s.setDRAVerdict(ni.Node().Name, i, n.verdict)
 				}
@@ -120,11 +169,9 @@ func (s *preFilterState) scan(pod *v1.Pod, nodes []fwk.NodeInfo) {
 				a = ni.GetAllocatable().GetScalarResources()[r.Name]
 			}
 			o := &s.offers[i]
-			if a > o.largest {
-				o.largest = a
-			}
-			if a > o.largestMatching && s.matchesNode(ni.Node(), d, i, &s.labels[i]) {
-				o.largestMatching = a
+			o.add(a, &own)
+			if o.raisesMatching(a) && s.matchesNode(ni.Node(), d, i, &s.labels[i]) {
+				o.addMatching(a, &own)
 			}
 		}
 		why := s.admits(j, ni, e, p, dn)

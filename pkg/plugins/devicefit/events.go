@@ -30,7 +30,7 @@ var deviceLabelDomains = []string{"nvidia.com/", "amd.com/", "cloud.google.com/g
 // unschedulable pods (5 minutes).
 func (pl *DeviceFit) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
 	events := []fwk.ClusterEventWithHint{
-		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeLabel | fwk.UpdateNodeAllocatable}, QueueingHintFn: pl.isSchedulableAfterNodeChange},
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeLabel | fwk.UpdateNodeAllocatable | fwk.UpdateNodeTaint}, QueueingHintFn: pl.isSchedulableAfterNodeChange},
 		// An annotation change is a general Update of the target pod (no
 		// specific UpdatePodXYZ describes it); resizes are included in Update.
 		{Event: fwk.ClusterEvent{Resource: fwk.TargetPod, ActionType: fwk.Update}, QueueingHintFn: pl.isSchedulableAfterPodUpdate},
@@ -69,6 +69,13 @@ func (pl *DeviceFit) isSchedulableAfterNodeChange(logger klog.Logger, pod *v1.Po
 		logger.V(5).Info("node's device allocatable changed", "pod", klog.KObj(pod), "node", klog.KObj(newNode))
 		return fwk.Queue, nil
 	}
+	// PreFilter's largest-node check counts only the nodes the pod's own
+	// rules admit (checkOffers): a node they come to admit (relabelled,
+	// untainted, uncordoned) may be the one big enough.
+	if rules := newOwnRules(logger, pod, pl.taintComparisonOperators); rules.admit(newNode) && !rules.admit(oldNode) {
+		logger.V(5).Info("the pod's own node rules now admit the node", "pod", klog.KObj(pod), "node", klog.KObj(newNode))
+		return fwk.Queue, nil
+	}
 	logger.V(5).Info("node change does not affect devices", "pod", klog.KObj(pod), "node", klog.KObj(newNode))
 	return fwk.QueueSkip, nil
 }
@@ -81,9 +88,15 @@ func (pl *DeviceFit) isSchedulableAfterDeviceClassChange(logger klog.Logger, pod
 	if class.Spec.ExtendedResourceName == nil {
 		return fwk.QueueSkip, nil
 	}
+	// Init containers count too: a pod's demand is the larger of its init
+	// and regular containers' (devices.PodDemand).
 	name := v1.ResourceName(*class.Spec.ExtendedResourceName)
-	for _, c := range pod.Spec.Containers {
-		if _, ok := c.Resources.Limits[name]; ok {
+	demand, err := devices.PodDemand(pod, pl.resources)
+	if err != nil {
+		return fwk.QueueSkip, nil
+	}
+	for _, r := range demand {
+		if r.Name == name {
 			logger.V(5).Info("device class now serves the pod's extended resource", "pod", klog.KObj(pod), "deviceClass", klog.KObj(class))
 			return fwk.Queue, nil
 		}

@@ -45,7 +45,7 @@ func TestEventsToRegister(t *testing.T) {
 	if len(events) == 0 || events[0].Event.Resource != fwk.Node {
 		t.Fatalf("want node events first, got %v", events)
 	}
-	if want := fwk.Add | fwk.UpdateNodeLabel | fwk.UpdateNodeAllocatable; events[0].Event.ActionType != want {
+	if want := fwk.Add | fwk.UpdateNodeLabel | fwk.UpdateNodeAllocatable | fwk.UpdateNodeTaint; events[0].Event.ActionType != want {
 		t.Errorf("node action types: got %v, want %v", events[0].Event.ActionType, want)
 	}
 }
@@ -55,12 +55,23 @@ func TestIsSchedulableAfterNodeChange(t *testing.T) {
 		return st.MakeNode().Name("n").Label(devices.LabelGPUProduct, "NVIDIA-L4").Label("zone", "a").
 			Capacity(map[v1.ResourceName]string{v1.ResourceCPU: "8", devices.NVIDIAGPU: "4"})
 	}
+	taint := v1.Taint{Key: "reserved", Effect: v1.TaintEffectNoSchedule}
+	zoneB := map[string]string{"zone": "b"}
 	tests := []struct {
 		name     string
 		old, new *v1.Node
+		// selector is the pod's nodeSelector.
+		selector map[string]string
 		want     fwk.QueueingHint
 	}{
 		{name: "node added", new: base().Obj(), want: fwk.Queue},
+		// PreFilter's largest-node check counts the nodes the pod's own
+		// rules admit: one they come to admit may be big enough.
+		{name: "untainted", old: base().Taints([]v1.Taint{taint}).Obj(), new: base().Obj(), want: fwk.Queue},
+		{name: "tainted", old: base().Obj(), new: base().Taints([]v1.Taint{taint}).Obj(), want: fwk.QueueSkip},
+		{name: "uncordoned", old: base().Unschedulable(true).Obj(), new: base().Obj(), want: fwk.Queue},
+		{name: "relabelled into the pod's selector", old: base().Obj(), new: base().Label("zone", "b").Obj(), selector: zoneB, want: fwk.Queue},
+		{name: "relabelled out of the pod's selector", old: base().Label("zone", "b").Obj(), new: base().Obj(), selector: zoneB, want: fwk.QueueSkip},
 		{name: "gpu product relabelled", old: base().Obj(), new: base().Label(devices.LabelGPUProduct, "NVIDIA-L40S").Obj(), want: fwk.Queue},
 		{name: "mig strategy switched", old: base().Obj(), new: base().Label(devices.LabelMIGStrategy, "mixed").Obj(), want: fwk.Queue},
 		{name: "gpu label removed", old: base().Label(devices.LabelGPUFamily, "ada-lovelace").Obj(), new: base().Obj(), want: fwk.Queue},
@@ -92,7 +103,9 @@ func TestIsSchedulableAfterNodeChange(t *testing.T) {
 			if tt.old != nil {
 				oldObj = tt.old
 			}
-			got, err := pl.isSchedulableAfterNodeChange(logger, gpuPod("1", nil), oldObj, tt.new)
+			pod := gpuPod("1", nil)
+			pod.Spec.NodeSelector = tt.selector
+			got, err := pl.isSchedulableAfterNodeChange(logger, pod, oldObj, tt.new)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/utils/ptr"
 
 	"github.com/devicefit/devicefit/pkg/apis/config"
 	"github.com/devicefit/devicefit/pkg/devices"
@@ -155,7 +157,7 @@ func (pl *DeviceFit) computeState(ctx context.Context, cs fwk.CycleState, pod *v
 			s.view = view
 			s.kinds, s.entries = pl.refresh(nodes)
 			s.memos = pl.podsMemos(len(nodes))
-			s.scan(pod, nodes)
+			s.scan(pod, nodes, nil)
 			return s, nil, ""
 		}
 		// CPU pods pay nothing: Filter does not run for them.
@@ -197,10 +199,14 @@ func (pl *DeviceFit) computeState(ctx context.Context, cs fwk.CycleState, pod *v
 	}
 	// One walk over the nodes gathers what checkOffers and candidates need.
 	s.memos = pl.podsMemos(len(nodes))
-	s.scan(pod, nodes)
+	rules := newOwnRules(klog.FromContext(ctx), pod, pl.taintComparisonOperators)
+	s.scan(pod, nodes, &rules)
 	for i := range demand {
 		if status, reason := s.checkOffers(i); status != nil {
 			return nil, status, reason
+		}
+		if status := pl.checkUnserved(s, i); status != nil {
+			return nil, status, metrics.ReasonUnservedResource
 		}
 	}
 	return s, nil, ""
@@ -245,6 +251,7 @@ func (pl *DeviceFit) servedByDRA(name v1.ResourceName) bool {
 func (s *preFilterState) checkOffers(i int) (*fwk.Status, metrics.Reason) {
 	r := s.demand[i]
 	largest, largestMatching := s.offers[i].largest, s.offers[i].largestMatching
+	own, ownMatching := s.offers[i].own, s.offers[i].ownMatching
 	switch {
 	case largest == 0:
 		return nil, ""
@@ -265,8 +272,56 @@ func (s *preFilterState) checkOffers(i int) (*fwk.Status, metrics.Reason) {
 	case r.Count > largestMatching:
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
 			fmt.Sprintf("requests %d %s; the largest node matching the pod's devicefit.io annotations offers %d", r.Count, r.Name, largestMatching)), metrics.ReasonNoMatchingNode
+	// The pod's own node selector, affinity and tolerations rule out the
+	// nodes big enough: every node it may use is too small, which no
+	// preemption changes ("Insufficient" there would send the scheduler
+	// looking for victims). None admitted offering it at all is left to
+	// NodeAffinity and TaintToleration, whose reasons say so per node.
+	case own > 0 && r.Count > own:
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
+			fmt.Sprintf("requests %d %s; the largest node the pod's node selector, affinity and tolerations admit offers %d", r.Count, r.Name, own)), metrics.ReasonExceedsLargestNode
+	case ownMatching > 0 && r.Count > ownMatching:
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
+			fmt.Sprintf("requests %d %s; the largest node the pod's node selector, affinity, tolerations and devicefit.io annotations admit offers %d", r.Count, r.Name, ownMatching)), metrics.ReasonNoMatchingNode
 	}
 	return nil, ""
+}
+
+// UnservedText is in the message of a pod whose extended resource a
+// DeviceClass names but no class serves in the scheduler (checkUnserved);
+// kubectl devicefit finds such pods by it.
+const UnservedText = "no DeviceClass serves it in this scheduler"
+
+// checkUnserved rejects request i when no node offers its resource as
+// allocatable and a DeviceClass names it in spec.extendedResourceName, but
+// the framework's resolver maps it to no class: kube-scheduler's extended
+// resource cache forgets a name when any class naming it is deleted, even
+// while another still names it (dynamic-resource-allocation v0.37.2,
+// removeResourceName2class), until that class is updated or the scheduler
+// restarts. "Insufficient" would hide that; the DeviceClass queueing hint
+// retries the pod when the class is updated.
+func (pl *DeviceFit) checkUnserved(s *preFilterState, i int) *fwk.Status {
+	r := s.demand[i]
+	if s.offers[i].largest > 0 || s.classServed[i] || pl.handle == nil || pl.handle.SharedDRAManager() == nil {
+		return nil
+	}
+	classes, err := pl.handle.SharedDRAManager().DeviceClasses().List()
+	if err != nil {
+		return nil
+	}
+	var named []string
+	for _, c := range classes {
+		if ptr.Deref(c.Spec.ExtendedResourceName, "") == string(r.Name) {
+			named = append(named, c.Name)
+		}
+	}
+	if len(named) == 0 {
+		return nil
+	}
+	slices.Sort(named)
+	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
+		"requests %d %s; %s, though DeviceClass %s names it: kube-scheduler forgets the name when a class naming it is deleted; update DeviceClass %s or restart the scheduler",
+		r.Count, r.Name, UnservedText, strings.Join(named, ", "), named[0]))
 }
 
 // PreFilterExtensions returns nil: DeviceFit's verdict on a node does not

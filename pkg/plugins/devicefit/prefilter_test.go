@@ -177,3 +177,59 @@ func TestPreFilterMIGSetup(t *testing.T) {
 		t.Errorf("unexpected status (-want,+got):\n%s", diff)
 	}
 }
+
+// TestPreFilterOwnRules: a count above every node the pod's own node
+// selector, affinity and tolerations admit is unresolvable, though a node
+// the pod rules out is big enough: no preemption can make it fit.
+func TestPreFilterOwnRules(t *testing.T) {
+	reserved := v1.Taint{Key: "reserved", Effect: v1.TaintEffectNoSchedule}
+	bigL4 := gpuNode("l4-big", "NVIDIA-L4", "8", nil)
+	bigL4.Spec.Taints = []v1.Taint{reserved}
+	nodes := []*v1.Node{
+		gpuNode("h100", "NVIDIA-H100-80GB-HBM3", "8", map[string]string{"team": "x"}),
+		gpuNode("l4", "NVIDIA-L4", "4", map[string]string{"team": "y"}),
+		bigL4,
+	}
+	withSelector := func(p *v1.Pod, sel map[string]string) *v1.Pod {
+		p.Spec.NodeSelector = sel
+		return p
+	}
+	tolerating := gpuPod("6", map[string]string{devices.AnnotationProducts: "NVIDIA-L4"})
+	tolerating.Spec.Tolerations = []v1.Toleration{{Key: reserved.Key, Operator: v1.TolerationOpExists}}
+	tests := []struct {
+		name       string
+		pod        *v1.Pod
+		wantStatus *fwk.Status
+	}{{
+		name:       "node selector admits only the 4-GPU node",
+		pod:        withSelector(gpuPod("6", nil), map[string]string{"team": "y"}),
+		wantStatus: fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "requests 6 nvidia.com/gpu; the largest node the pod's node selector, affinity and tolerations admit offers 4"),
+	}, {
+		name: "within the largest node the selector admits",
+		pod:  withSelector(gpuPod("8", nil), map[string]string{"team": "x"}),
+	}, {
+		// The 8-GPU L4 node is tainted; the H100 node is admitted but not
+		// an L4: the largest admitted L4 node offers 4.
+		name:       "taint and annotations together",
+		pod:        gpuPod("6", map[string]string{devices.AnnotationProducts: "NVIDIA-L4"}),
+		wantStatus: fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "requests 6 nvidia.com/gpu; the largest node the pod's node selector, affinity, tolerations and devicefit.io annotations admit offers 4"),
+	}, {
+		name: "tolerating the taint",
+		pod:  tolerating,
+	}, {
+		// No admitted node offers the resource at all: NodeAffinity says
+		// why per node.
+		name: "selector admits no device node",
+		pod:  withSelector(gpuPod("6", nil), map[string]string{"team": "z"}),
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			pl := newPluginOrDefault(t, nil)
+			_, status := pl.PreFilter(ctx, framework.NewCycleState(), tt.pod, nodeInfos(nodes...))
+			if diff := cmp.Diff(tt.wantStatus, status); diff != "" {
+				t.Errorf("unexpected status (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

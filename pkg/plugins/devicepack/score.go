@@ -381,7 +381,8 @@ func (pl *DevicePack) value(d devices.Device) int64 {
 //     node's domain those groups could no longer use: nodeLoss);
 //   - best fit: how full the requested devices are after the placement;
 //   - product value: 1000 - value/maxValue·1000 for the devices taken;
-//   - device-node penalty for device-free pods (deviceNodePolicy Prefer).
+//   - device-node penalty for device-free pods (deviceNodePenalty: a
+//     preference, where DeviceFit's deviceNodePolicy Require is a filter).
 //
 // Each term is rounded to an integer before summing, so the result does not
 // depend on map iteration order. NormalizeScore maps it to [0, 100].

@@ -128,7 +128,7 @@ func TestScore(t *testing.T) {
 			want: map[string]int64{"t4": 100, "l4": 0},
 		},
 		{
-			// deviceNodePolicy Prefer: a CPU pod goes to the CPU node. The
+			// deviceNodePenalty: a CPU pod goes to the CPU node. The
 			// workload has no CPU or memory needs, so fragmentation is 0
 			// everywhere and only the penalty speaks.
 			name: "device-node penalty steers device-free pods",

@@ -85,7 +85,8 @@ type DevicePackArgs struct {
 	// +optional
 	ScarcityWeight *int64 `json:"scarcityWeight,omitempty"`
 	// DeviceNodePenalty (0..100, default 0) lowers the score of nodes with
-	// devices for pods that request none: deviceNodePolicy Prefer.
+	// devices for pods that request none: a preference, where DeviceFit's
+	// deviceNodePolicy Require (None or Require) is a filter.
 	// +optional
 	DeviceNodePenalty *int64 `json:"deviceNodePenalty,omitempty"`
 
