@@ -152,6 +152,24 @@ func (tc placementCase) expectedReason(t *testing.T, n nodeSpec) string {
 	return tc.reason
 }
 
+// tooBigWhenPinned is DeviceFit's PreFilter message for a probe pinned to
+// n when n offers a requested resource, but fewer than the probe asks: the
+// only node its affinity admits is too small, which no preemption changes.
+// Empty when n's own reason stands (tc.reasons, or a resource n does not
+// offer at all).
+func (tc placementCase) tooBigWhenPinned(n nodeSpec) string {
+	if _, ok := tc.reasons[n.name]; ok {
+		return ""
+	}
+	demand := tc.demand()
+	for _, name := range sortedResources(demand) {
+		if have := n.devices[name]; have > 0 && have < demand[name] {
+			return fmt.Sprintf("requests %d %s; the largest node the pod's node selector, affinity and tolerations admit offers %d", demand[name], name, have)
+		}
+	}
+	return ""
+}
+
 func sortedResources(m map[v1.ResourceName]int64) []v1.ResourceName {
 	out := make([]v1.ResourceName, 0, len(m))
 	for name := range m {
@@ -257,6 +275,9 @@ func (c *cluster) runPlacementCase(t *testing.T, fleet []nodeSpec, tc placementC
 			// followed by ", " or "." (so "nvidia.com/gpu" does not pass for
 			// "nvidia.com/gpu.shared").
 			want := "1 " + tc.expectedReason(t, n)
+			if tooBig := tc.tooBigWhenPinned(n); tooBig != "" {
+				want = tooBig
+			}
 			if !strings.Contains(o.message, want+",") && !strings.Contains(o.message, want+".") {
 				t.Errorf("probe on %s: want a message containing %q, got %q", n.name, want, o.message)
 			}
