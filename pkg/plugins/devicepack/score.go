@@ -483,6 +483,16 @@ func (pl *DevicePack) NormalizeScore(_ context.Context, _ fwk.CycleState, _ *v1.
 // rescale maps the raw scores score(&list[i]) linearly onto [MinScore,
 // MaxScore] in place (MinNodeScore and MaxNodeScore are the same bounds);
 // equal raw scores all get MaxScore.
+//
+// The distance from the best is rounded up, so that MaxScore is the best
+// raw score's alone: DevicePack is a greedy packer, and its choice is the
+// node it ranks first. Rounded to nearest, every node within half a step
+// of the best tied with it, a step being a hundredth of the range between
+// the best and the worst node scored; with every node scored a few
+// stranded devices apart, that merged nodes 0.03 device apart and left the
+// choice to the order of the nodes (the default Alibaba trace, round-up,
+// seeds 42-46: 81 pods failed on average, against 25 with the best alone
+// at the top; docs/placement.md).
 func rescale[T any](list []T, score func(*T) *int64) {
 	if len(list) == 0 {
 		return
@@ -498,6 +508,6 @@ func rescale[T any](list []T, score func(*T) *int64) {
 			*v = fwk.MaxScore
 			continue
 		}
-		*v = fwk.MinScore + int64(math.Round(float64(*v-lo)*float64(fwk.MaxScore-fwk.MinScore)/float64(hi-lo)))
+		*v = fwk.MaxScore - int64(math.Ceil(float64(hi-*v)*float64(fwk.MaxScore-fwk.MinScore)/float64(hi-lo)))
 	}
 }

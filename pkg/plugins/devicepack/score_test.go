@@ -187,6 +187,14 @@ func TestNormalizeScore(t *testing.T) {
 	if diff := cmp.Diff(want, list); diff != "" {
 		t.Errorf("extreme range (-want,+got):\n%s", diff)
 	}
+	// A node 0.03 of the range below the best is not the best: rounded to
+	// nearest it scored 100 as well, and the order of the nodes chose.
+	near := fwk.NodeScoreList{{Name: "best", Score: 1_000_000}, {Name: "near", Score: 999_700}, {Name: "worst", Score: 0}, {Name: "twin", Score: 1_000_000}}
+	_ = pl.NormalizeScore(ctx, nil, nil, near)
+	want = fwk.NodeScoreList{{Name: "best", Score: 100}, {Name: "near", Score: 99}, {Name: "worst", Score: 0}, {Name: "twin", Score: 100}}
+	if diff := cmp.Diff(want, near); diff != "" {
+		t.Errorf("near the best (-want,+got):\n%s", diff)
+	}
 	same := fwk.NodeScoreList{{Name: "a", Score: 7}, {Name: "b", Score: 7}}
 	_ = pl.NormalizeScore(ctx, nil, nil, same)
 	if same[0].Score != fwk.MaxNodeScore || same[1].Score != fwk.MaxNodeScore {
