@@ -15,10 +15,15 @@ import (
 	"github.com/devicefit/devicefit/pkg/devices"
 )
 
-func TestRoundUp3(t *testing.T) {
-	for in, want := range map[int64]int64{0: 0, 7: 7, 8: 8, 9: 10, 12: 12, 13: 14, 1000: 1024, 4000: 4096, 88000: 98304, 12288: 12288} {
-		if got := roundUp3(in); got != want {
-			t.Errorf("roundUp3(%d) = %d, want %d", in, got, want)
+func TestRoundUp6(t *testing.T) {
+	// 3152m is 3200m (three bits made it 3584m), 41560 MiB 41984 MiB
+	// (49152), 12000m 12032m (12288): never more than 1/32 over.
+	for in, want := range map[int64]int64{0: 0, 63: 63, 64: 64, 65: 66, 100: 100, 129: 132, 1000: 1008, 3152: 3200, 4000: 4032, 12000: 12032, 41560: 41984, 88000: 88064, 12288: 12288} {
+		if got := roundUp6(in); got != want {
+			t.Errorf("roundUp6(%d) = %d, want %d", in, got, want)
+		}
+		if got := roundUp6(in); got < in || in > 64 && float64(got-in) > float64(in)/32 {
+			t.Errorf("roundUp6(%d) = %d: below it or more than 1/32 over", in, got)
 		}
 	}
 }
