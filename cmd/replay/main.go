@@ -7,6 +7,7 @@
 //	replay --nodes NODES.csv --pods PODS.csv [flags]
 //	replay summary RESULT.json...   # Markdown table over several --json results
 //	replay svg RESULT.json OUT.svg  # the --svg chart again, from a --json result
+//	replay variant --pods FILE --out FILE [flags]  # a workload drawn from a trace
 package main
 
 import (
@@ -37,6 +38,8 @@ func main() {
 			os.Exit(summary(os.Args[2:]))
 		case "svg":
 			os.Exit(svg(os.Args[2:]))
+		case "variant":
+			os.Exit(variant(os.Args[2:], os.Stdout, os.Stderr))
 		}
 	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -44,7 +47,7 @@ func main() {
 
 // newFlags is the replay's command line: its own flags, then klog's.
 func newFlags() *cmdflags.Command {
-	return cmdflags.New("replay", "replay --nodes FILE --pods FILE [flags]\n  replay summary RESULT.json...\n  replay svg RESULT.json OUT.svg")
+	return cmdflags.New("replay", "replay --nodes FILE --pods FILE [flags]\n  replay summary RESULT.json...\n  replay svg RESULT.json OUT.svg\n  replay variant --pods FILE --out FILE [flags]")
 }
 
 // run replays with the flags in args; the table goes to stdout, the help and
