@@ -307,18 +307,28 @@ REPLAY_NODES ?= $(REPLAY_TRACES)/openb_node_list_gpu_node.csv
 REPLAY_PODS ?= $(REPLAY_TRACES)/openb_pod_list_multigpu50.csv
 REPLAY_FLAGS ?=
 REPLAY_FALLBACK := pkg/replay/testdata/mixed.yaml
-REPORT_WORKLOADS ?= multigpu20 multigpu50 gpuspec10
+# default is FGD's headline trace: gpuspec10 without its gpu_spec column
+# (replay variant --no-products), made here instead of read.
+REPORT_WORKLOADS ?= default multigpu20 multigpu30 multigpu40 multigpu50 gpuspec05 gpuspec10
 # The workloads replayed again with the fleet's GPUs in DRA ResourceSlices
 # (--devices dra; upstream DynamicResources allocates, about 15x slower).
 REPORT_DRA_WORKLOADS ?= multigpu50 gpuspec10
 # The workloads replayed a third time with fractional pods as shares of
 # shared DRA GPUs (--fractional dra-shares, KEP-5075; allocation in
-# milli-GPU, FGD's published setting). REPORT_SHARES_POLICIES: upstream's
-# NodeResourcesFit scores DRA-backed nvidia.com/gpu by walking every
-# allocated share for every device (v1.37.2), which makes mostallocated
-# alone take minutes per seed (docs/placement.md).
-REPORT_SHARES_WORKLOADS ?= multigpu50 gpuspec10
-REPORT_SHARES_POLICIES ?= default,mostallocated,devicefit
+# milli-GPU, FGD's published setting), beside FGD's own figures
+# (REPORT_FGD). The share* and cpu* workloads are variants of the default
+# trace drawn per seed (replay variant, REPORT_VARIANTS), the shapes of the
+# FGD paper's gpushare and cpu traces: share060 makes 60% of the GPU pods
+# fractional; cpu035 keeps 0.35 and cpu220 draws 2.2 times the CPU-only
+# pods (FGD's cpu050 has 375 of the default's 1088, cpu250 2356).
+# REPORT_SHARES_POLICIES: upstream's NodeResourcesFit scores DRA-backed
+# nvidia.com/gpu by walking every allocated share for every device
+# (v1.37.2), which makes mostallocated alone take minutes per seed
+# (docs/placement.md); add it by hand.
+REPORT_SHARES_WORKLOADS ?= default gpuspec05 gpuspec10 multigpu20 multigpu30 multigpu40 multigpu50 share040 share060 share100 cpu035 cpu220
+REPORT_SHARES_POLICIES ?= default,devicefit
+REPORT_VARIANTS ?= share040:--fractional-share=0.4 share060:--fractional-share=0.6 share100:--fractional-share=1 cpu035:--cpu-pods=0.35 cpu220:--cpu-pods=2.2
+REPORT_FGD ?= $(REPLAY_TRACES)/fgd-expected-results/analysis_allo_discrete.csv
 REPORT_SEEDS ?= 42 43 44 45 46
 REPORT_DIR := docs/replay
 REPORT_WORK := $(BIN)/replay-report
@@ -360,13 +370,27 @@ replay-report: ## the runs behind docs/placement.md (needs ../shared/traces/alib
 	fi; \
 	echo "$(GO) build -o $(BIN)/replay ./cmd/replay"; \
 	$(GO) build -ldflags '$(DEVICEFIT_LDFLAGS)' -o $(BIN)/replay ./cmd/replay; \
-	mkdir -p $(REPORT_DIR) $(REPORT_WORK); \
+	mkdir -p $(REPORT_DIR) $(REPORT_WORK)/variants; \
+	$(BIN)/replay variant --pods "$(REPLAY_TRACES)/openb_pod_list_gpuspec10.csv" --no-products \
+		--out $(REPORT_WORK)/variants/default.csv || exit 1; \
+	for s in $(REPORT_SEEDS); do \
+		for v in $(REPORT_VARIANTS); do \
+			$(BIN)/replay variant --pods $(REPORT_WORK)/variants/default.csv --seed $$s $${v#*:} \
+				--out $(REPORT_WORK)/variants/seed$$s/$${v%%:*}.csv || exit 1; \
+		done; \
+	done; \
+	trace() { \
+		local f=$(REPORT_WORK)/variants/seed$$2/$$1.csv; \
+		[[ -f $$f ]] || f=$(REPORT_WORK)/variants/$$1.csv; \
+		[[ -f $$f ]] || f="$(REPLAY_TRACES)/openb_pod_list_$$1.csv"; \
+		echo "$$f"; \
+	}; \
 	for w in $(REPORT_WORKLOADS); do \
 		for s in $(REPORT_SEEDS); do \
 			out=$(REPORT_WORK)/$$w-seed$$s; \
 			svg=(); [[ $$s == 42 ]] && svg=(--svg $(REPORT_DIR)/$$w-seed42.svg); \
 			echo "replay-report: $$w seed $$s"; \
-			$(BIN)/replay --nodes "$(REPLAY_NODES)" --pods "$(REPLAY_TRACES)/openb_pod_list_$$w.csv" \
+			$(BIN)/replay --nodes "$(REPLAY_NODES)" --pods "$$(trace $$w $$s)" \
 				--fractional round-up --tune 1.3 --order shuffle --seed $$s --timing --quiet \
 				--json $$out.json --failed-pods $$out-failed.csv "$${svg[@]}" $(REPLAY_FLAGS) > $$out.txt; \
 			[[ $$s == 42 ]] && cp $$out.json $(REPORT_DIR)/$$w-seed42.json; \
@@ -376,7 +400,7 @@ replay-report: ## the runs behind docs/placement.md (needs ../shared/traces/alib
 		for s in $(REPORT_SEEDS); do \
 			out=$(REPORT_WORK)/$$w-dra-seed$$s; \
 			echo "replay-report: $$w seed $$s, --devices dra"; \
-			$(BIN)/replay --nodes "$(REPLAY_NODES)" --pods "$(REPLAY_TRACES)/openb_pod_list_$$w.csv" \
+			$(BIN)/replay --nodes "$(REPLAY_NODES)" --pods "$$(trace $$w $$s)" \
 				--fractional round-up --tune 1.3 --order shuffle --seed $$s --timing --quiet --devices dra \
 				--json $$out.json --failed-pods $$out-failed.csv $(REPLAY_FLAGS) > $$out.txt; \
 			[[ $$s == 42 ]] && cp $$out.json $(REPORT_DIR)/$$w-dra-seed42.json; \
@@ -386,24 +410,23 @@ replay-report: ## the runs behind docs/placement.md (needs ../shared/traces/alib
 		for s in $(REPORT_SEEDS); do \
 			out=$(REPORT_WORK)/$$w-shares-seed$$s; \
 			echo "replay-report: $$w seed $$s, --fractional dra-shares --devices dra"; \
-			$(BIN)/replay --nodes "$(REPLAY_NODES)" --pods "$(REPLAY_TRACES)/openb_pod_list_$$w.csv" \
+			$(BIN)/replay --nodes "$(REPLAY_NODES)" --pods "$$(trace $$w $$s)" \
 				--fractional dra-shares --tune 1.3 --order shuffle --seed $$s --timing --quiet --devices dra \
 				--policies $(REPORT_SHARES_POLICIES) \
 				--json $$out.json --failed-pods $$out-failed.csv $(REPLAY_FLAGS) > $$out.txt; \
 			[[ $$s == 42 ]] && cp $$out.json $(REPORT_DIR)/$$w-shares-seed42.json; \
 		done; \
 	done; \
-	results=(); \
-	for w in $(REPORT_WORKLOADS); do \
-		for s in $(REPORT_SEEDS); do results+=($(REPORT_WORK)/$$w-seed$$s.json); done; \
-		if [[ " $(REPORT_DRA_WORKLOADS) " == *" $$w "* ]]; then \
-			for s in $(REPORT_SEEDS); do results+=($(REPORT_WORK)/$$w-dra-seed$$s.json); done; \
-		fi; \
-		if [[ " $(REPORT_SHARES_WORKLOADS) " == *" $$w "* ]]; then \
-			for s in $(REPORT_SEEDS); do results+=($(REPORT_WORK)/$$w-shares-seed$$s.json); done; \
-		fi; \
+	results=(); declare -A seen; \
+	for w in $(REPORT_WORKLOADS) $(REPORT_DRA_WORKLOADS) $(REPORT_SHARES_WORKLOADS); do \
+		[[ -n "$${seen[$$w]:-}" ]] && continue; seen[$$w]=1; \
+		for list in "$(REPORT_WORKLOADS):" "$(REPORT_DRA_WORKLOADS):-dra" "$(REPORT_SHARES_WORKLOADS):-shares"; do \
+			[[ " $${list%:*} " == *" $$w "* ]] || continue; \
+			for s in $(REPORT_SEEDS); do results+=($(REPORT_WORK)/$$w$${list##*:}-seed$$s.json); done; \
+		done; \
 	done; \
-	$(BIN)/replay summary "$${results[@]}" > $(REPORT_DIR)/summary.md; \
+	fgd=(); [[ -f "$(REPORT_FGD)" ]] && fgd=(--fgd "$(REPORT_FGD)"); \
+	$(BIN)/replay summary "$${fgd[@]}" "$${results[@]}" > $(REPORT_DIR)/summary.md; \
 	echo; echo "Unallocated devices at 100% arrived (round-up, tune 1.3, seed 42):"; \
 	for w in $(REPORT_WORKLOADS) $(patsubst %,%-dra,$(REPORT_DRA_WORKLOADS)) $(patsubst %,%-shares,$(REPORT_SHARES_WORKLOADS)); do \
 		[[ -f $(REPORT_WORK)/$$w-seed42.txt ]] || continue; \

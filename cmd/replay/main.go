@@ -5,7 +5,7 @@
 // docs/placement.md.
 //
 //	replay --nodes NODES.csv --pods PODS.csv [flags]
-//	replay summary RESULT.json...   # Markdown table over several --json results
+//	replay summary [--fgd FILE] RESULT.json...  # Markdown tables over several --json results
 //	replay svg RESULT.json OUT.svg  # the --svg chart again, from a --json result
 //	replay variant --pods FILE --out FILE [flags]  # a workload drawn from a trace
 package main
@@ -47,7 +47,7 @@ func main() {
 
 // newFlags is the replay's command line: its own flags, then klog's.
 func newFlags() *cmdflags.Command {
-	return cmdflags.New("replay", "replay --nodes FILE --pods FILE [flags]\n  replay summary RESULT.json...\n  replay svg RESULT.json OUT.svg\n  replay variant --pods FILE --out FILE [flags]")
+	return cmdflags.New("replay", "replay --nodes FILE --pods FILE [flags]\n  replay summary [--fgd FILE] RESULT.json...\n  replay svg RESULT.json OUT.svg\n  replay variant --pods FILE --out FILE [flags]")
 }
 
 // run replays with the flags in args; the table goes to stdout, the help and
@@ -206,13 +206,31 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// summary prints a Markdown table over several --json results.
-func summary(files []string) int {
-	if len(files) == 0 {
+// summary prints a Markdown table over several --json results and, with
+// --fgd FILE (the authors' analysis_allo_discrete.csv), the fractional
+// replays against FGD's published allocation.
+func summary(args []string) int {
+	var fgd replay.FGDResults
+	if len(args) > 0 && args[0] == "--fgd" {
+		if len(args) < 2 {
+			return fail(errors.New("summary: --fgd wants a file"))
+		}
+		f, err := os.Open(args[1])
+		if err != nil {
+			return fail(err)
+		}
+		fgd, err = replay.ReadFGDResults(f)
+		f.Close()
+		if err != nil {
+			return fail(fmt.Errorf("%s: %w", args[1], err))
+		}
+		args = args[2:]
+	}
+	if len(args) == 0 {
 		return fail(errors.New("summary: want RESULT.json files"))
 	}
 	var results []*replay.Result
-	for _, name := range files {
+	for _, name := range args {
 		f, err := os.Open(name)
 		if err != nil {
 			return fail(err)
@@ -226,6 +244,12 @@ func summary(files []string) int {
 	}
 	if err := replay.WriteSummary(os.Stdout, results); err != nil {
 		return fail(err)
+	}
+	if fgd != nil {
+		fmt.Println()
+		if err := replay.WriteFGDComparison(os.Stdout, results, fgd); err != nil {
+			return fail(err)
+		}
 	}
 	return 0
 }

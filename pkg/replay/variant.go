@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 )
@@ -69,7 +70,9 @@ func Variant(pods []PodSpec, o VariantOptions) ([]PodSpec, error) {
 		wantWhole = gpuPods - wantFractional
 	}
 	wantCPU := int(math.Round(o.CPUPods * float64(len(cpu))))
-	r := newRNG(o.Seed)
+	// A stream of its own: the replay's shuffle with the same seed draws
+	// from newRNG(seed), and the two must not move in step.
+	r := &rng{src: rand.NewPCG(uint64(o.Seed), variantStream)}
 	keep := make([]bool, len(pods))
 	var copies []int
 	for _, g := range []struct {
@@ -147,6 +150,9 @@ func resample(r *rng, group []int, want int, keep []bool) (copies []int, err err
 	}
 	return copies, nil
 }
+
+// variantStream is the PCG stream of Variant's draws ("variant").
+const variantStream = 0x76617269616e74
 
 func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
 
