@@ -456,8 +456,9 @@ verify-tidy:
 # Go's cache on first use (about 1 minute on 2 cores from an empty GOCACHE);
 # then verify-codegen takes about 15 s, each generator type-checking pkg/apis
 # and its dependencies from source.
-generate: ## regenerate pkg/apis/**/zz_generated.*.go after editing the API types
+generate: ## regenerate pkg/apis/**/zz_generated.*.go and manifests/routing-policy.yaml
 	hack/update-codegen.sh
+	$(GO) run ./cmd/kubectl-devicefit routing-policy --config manifests/scheduler-config.yaml > manifests/routing-policy.yaml
 
 verify-codegen: ## fail, showing the diff, when pkg/apis/**/zz_generated.*.go are stale
 	hack/verify-codegen.sh

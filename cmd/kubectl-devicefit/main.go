@@ -63,7 +63,7 @@ API server only; the scheduler need not run.`,
 	cmd.SetOut(streams.Out)
 	cmd.SetErr(streams.ErrOut)
 	flags.AddFlags(cmd.PersistentFlags())
-	cmd.AddCommand(newInventoryCommand(flags, streams), newExplainCommand(flags, streams), newSnapshotCommand(flags, streams), newDefragCommand(flags, streams))
+	cmd.AddCommand(newInventoryCommand(flags, streams), newExplainCommand(flags, streams), newSnapshotCommand(flags, streams), newDefragCommand(flags, streams), newRoutingPolicyCommand(flags, streams))
 	return cmd
 }
 

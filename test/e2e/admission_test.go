@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/devicefit/devicefit/pkg/devices"
+	"github.com/devicefit/devicefit/pkg/routing"
 )
 
 // The ValidatingAdmissionPolicy devicefit-pod-requests
@@ -185,9 +186,11 @@ func TestAdmissionPolicy(t *testing.T) {
 		{"MIG slice", func(p *v1.Pod) { setDevice(p, resourceGPU, "", ""); setDevice(p, "nvidia.com/mig-1g.10gb", "1", "1") }, ""},
 		{"shared GPU", func(p *v1.Pod) { setDevice(p, resourceGPU, "", ""); setDevice(p, "nvidia.com/gpu.shared", "1", "1") }, ""},
 		{"limit only", func(p *v1.Pod) { setDevice(p, resourceGPU, "", "2") }, ""},
-		// The policy matches devicefit's pods only.
+		// The policy matches devicefit's pods only (this one opted out of
+		// the routing policy, which would make it one).
 		{"default-scheduler", func(p *v1.Pod) {
 			p.Spec.SchedulerName = v1.DefaultSchedulerName
+			p.Labels = map[string]string{routing.OptOutLabel: "false"}
 			p.Annotations = map[string]string{"devicefit.io/product": "x", devices.AnnotationMinMemory: "lots"}
 			setDevice(p, resourceGPU, "3000000000", "3000000000")
 		}, ""},

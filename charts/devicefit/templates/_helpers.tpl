@@ -120,3 +120,23 @@ profiles:
   {{- toYaml . | nindent 2 }}
   {{- end }}
 {{- end -}}
+
+{{/*
+The device resources of DeviceFit's args as CEL list literals, {"names":
+"[...]", "prefixes": "[...]"}: deviceFitArgs.deviceResources (a name ending
+in * is a prefix) or, when unset, the scheduler's defaults
+(devices.DefaultResourcePatterns). Both admission policies read them.
+*/}}
+{{- define "devicefit.deviceResources" -}}
+{{- $patterns := .Values.deviceFitArgs.deviceResources | default (list "nvidia.com/gpu" "nvidia.com/gpu.shared" "nvidia.com/mig-*" "amd.com/gpu" "aws.amazon.com/neuron" "aws.amazon.com/neuroncore" "aws.amazon.com/neurondevice" "google.com/tpu" "gpu.intel.com/i915" "gpu.intel.com/xe" "habana.ai/gaudi") -}}
+{{- $names := list -}}
+{{- $prefixes := list -}}
+{{- range $patterns -}}
+{{- if hasSuffix "*" . -}}
+{{- $prefixes = append $prefixes (printf "'%s'" (trimSuffix "*" .)) -}}
+{{- else -}}
+{{- $names = append $names (printf "'%s'" .) -}}
+{{- end -}}
+{{- end -}}
+{{- dict "names" (printf "[%s]" (join ", " $names)) "prefixes" (printf "[%s]" (join ", " $prefixes)) | toJson -}}
+{{- end -}}
