@@ -6,10 +6,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/yaml"
 
-	"github.com/google/go-cmp/cmp"
+	"github.com/devicefit/devicefit/pkg/devices"
+	"github.com/devicefit/devicefit/pkg/routing"
 )
 
 // TestRoutingPolicyManifest: manifests/routing-policy.yaml is the
@@ -61,5 +65,47 @@ func TestParseTaint(t *testing.T) {
 		if diff := cmp.Diff(tt.want, *got); diff != "" {
 			t.Errorf("%s (-want,+got):\n%s", tt.in, diff)
 		}
+	}
+}
+
+// TestNodeOwnershipComponent: manifests/components/node-ownership adds the
+// mutation the command generates for nvidia.com/gpu=present:NoSchedule.
+func TestNodeOwnershipComponent(t *testing.T) {
+	data, err := os.ReadFile("../../manifests/components/node-ownership/kustomization.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var component struct {
+		Patches []struct {
+			Patch string `json:"patch"`
+		} `json:"patches"`
+	}
+	if err := yaml.Unmarshal(data, &component); err != nil {
+		t.Fatal(err)
+	}
+	if len(component.Patches) != 1 {
+		t.Fatalf("%d patches, want 1", len(component.Patches))
+	}
+	var ops []struct {
+		Op    string               `json:"op"`
+		Path  string               `json:"path"`
+		Value admissionv1.Mutation `json:"value"`
+	}
+	if err := yaml.UnmarshalStrict([]byte(component.Patches[0].Patch), &ops); err != nil {
+		t.Fatal(err)
+	}
+	taint, err := parseTaint("nvidia.com/gpu=present:NoSchedule")
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy, _, err := routing.Policy(routing.Options{SchedulerName: "devicefit", Resources: devices.DefaultResourcePatterns(), Toleration: taint})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ops) != 1 || ops[0].Op != "add" || ops[0].Path != "/spec/mutations/-" {
+		t.Fatalf("patch %+v, want one add to /spec/mutations/-", ops)
+	}
+	if diff := cmp.Diff(policy.Spec.Mutations[1], ops[0].Value); diff != "" {
+		t.Errorf("the component's mutation is not the generated one (-generated,+component):\n%s", diff)
 	}
 }

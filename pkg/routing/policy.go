@@ -37,6 +37,8 @@ const OptOutLabel = "devicefit.io/route"
 
 // Options say what the policy routes, and where to.
 type Options struct {
+	// Name of the policy and its binding; empty means Name.
+	Name string
 	// SchedulerName is the devicefit profile routed pods get.
 	SchedulerName string
 	// Resources are DeviceFit's deviceResources: names, or prefixes ending
@@ -57,6 +59,10 @@ var defaultSchedulers = []string{"", v1.DefaultSchedulerName}
 func Policy(o Options) (*admissionv1.MutatingAdmissionPolicy, *admissionv1.MutatingAdmissionPolicyBinding, error) {
 	if o.SchedulerName == "" || slices.Contains(defaultSchedulers, o.SchedulerName) {
 		return nil, nil, fmt.Errorf("scheduler name %q: want devicefit's profile, not the default scheduler", o.SchedulerName)
+	}
+	name := o.Name
+	if name == "" {
+		name = Name
 	}
 	names, prefixes, err := split(o.Resources)
 	if err != nil {
@@ -80,7 +86,7 @@ func Policy(o Options) (*admissionv1.MutatingAdmissionPolicy, *admissionv1.Mutat
 	}}}
 	policy := &admissionv1.MutatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "MutatingAdmissionPolicy"},
-		ObjectMeta: metav1.ObjectMeta{Name: Name, Labels: map[string]string{"app.kubernetes.io/name": "devicefit-scheduler"}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app.kubernetes.io/name": "devicefit-scheduler"}},
 		Spec: admissionv1.MutatingAdmissionPolicySpec{
 			FailurePolicy: ptr.To(admissionv1.Ignore),
 			MatchConstraints: &admissionv1.MatchResources{
@@ -113,8 +119,8 @@ func Policy(o Options) (*admissionv1.MutatingAdmissionPolicy, *admissionv1.Mutat
 	}
 	binding := &admissionv1.MutatingAdmissionPolicyBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "MutatingAdmissionPolicyBinding"},
-		ObjectMeta: metav1.ObjectMeta{Name: Name, Labels: map[string]string{"app.kubernetes.io/name": "devicefit-scheduler"}},
-		Spec:       admissionv1.MutatingAdmissionPolicyBindingSpec{PolicyName: Name},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app.kubernetes.io/name": "devicefit-scheduler"}},
+		Spec:       admissionv1.MutatingAdmissionPolicyBindingSpec{PolicyName: name},
 	}
 	return policy, binding, nil
 }
@@ -162,8 +168,10 @@ variables.quantities.exists(m, m.exists(r,
 
 // tolerationMutation adds t to the pod's tolerations unless one equal to it
 // is there. A JSONPatch: tolerations are an atomic list, which an apply
-// configuration may not change, and "add /spec/tolerations" with the whole
-// list works whether or not the pod has one.
+// configuration may not change. It appends to the list when there is one
+// and creates it otherwise; writing the whole list back instead fails in
+// v1.37.2 (the pod's own tolerations do not convert to JSON:
+// "type conversion error from struct type v1.Toleration").
 func tolerationMutation(t v1.Toleration) (admissionv1.Mutation, error) {
 	if t.Key == "" || t.Effect == "" {
 		return admissionv1.Mutation{}, fmt.Errorf("node ownership toleration %v: want a key and an effect", t)
@@ -186,10 +194,13 @@ func tolerationMutation(t v1.Toleration) (admissionv1.Mutation, error) {
 		return admissionv1.Mutation{}, fmt.Errorf("node ownership toleration %v: operator %q: want Equal or Exists", t, t.Operator)
 	}
 	fields = append(fields, "effect: "+quote(string(t.Effect)))
-	expr := fmt.Sprintf("!variables.asksForDevice ||\nobject.spec.?tolerations.orValue([]).exists(t, %s) ? [] :\n"+
-		"[JSONPatch{op: 'add', path: '/spec/tolerations',\n"+
-		"  value: object.spec.?tolerations.orValue([]) + [Object.spec.tolerations{%s}]}]",
-		strings.Join(same, " && "), strings.Join(fields, ", "))
+	tol := fmt.Sprintf("Object.spec.tolerations{%s}", strings.Join(fields, ", "))
+	expr := fmt.Sprintf("!variables.asksForDevice ||\n"+
+		"object.spec.?tolerations.orValue([]).exists(t, %s) ? [] :\n"+
+		"has(object.spec.tolerations) ?\n"+
+		"  [JSONPatch{op: 'add', path: '/spec/tolerations/-', value: %s}] :\n"+
+		"  [JSONPatch{op: 'add', path: '/spec/tolerations', value: [%s]}]",
+		strings.Join(same, " && "), tol, tol)
 	return admissionv1.Mutation{PatchType: admissionv1.PatchTypeJSONPatch, JSONPatch: &admissionv1.JSONPatch{Expression: expr}}, nil
 }
 

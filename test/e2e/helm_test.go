@@ -26,6 +26,8 @@ import (
 	"github.com/devicefit/devicefit/internal/e2eutil"
 	"github.com/devicefit/devicefit/pkg/apis/config"
 	"github.com/devicefit/devicefit/pkg/apis/config/scheme"
+	"github.com/devicefit/devicefit/pkg/devices"
+	"github.com/devicefit/devicefit/pkg/routing"
 )
 
 // The chart (charts/devicefit) is tested against the kustomize base: both
@@ -384,6 +386,31 @@ func TestHelmChartValues(t *testing.T) {
 				}
 			}
 		},
+	}, {
+		// Node ownership with a taint without value: the chart's mutations
+		// are the generator's (manifests/components/node-ownership is
+		// checked against it for the default taint).
+		name: "node ownership",
+		args: []string{"--set", "routingPolicy.nodeOwnership.enabled=true,routingPolicy.nodeOwnership.taint.key=example.com/accelerator,routingPolicy.nodeOwnership.taint.value=,routingPolicy.nodeOwnership.taint.effect=NoExecute"},
+		check: func(t *testing.T, objs map[string]object) {
+			policy, _, err := routing.Policy(routing.Options{SchedulerName: e2eutil.SchedulerName, Resources: devices.DefaultResourcePatterns(),
+				Toleration: &v1.Toleration{Key: "example.com/accelerator", Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoExecute}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []interface{}
+			for _, m := range policy.Spec.Mutations {
+				want = append(want, map[string]interface{}{"patchType": string(m.PatchType), "jsonPatch": map[string]interface{}{"expression": m.JSONPatch.Expression}})
+			}
+			got, _, _ := unstructured.NestedSlice(get(t, objs, "MutatingAdmissionPolicy /"+routing.Name).Object, "spec", "mutations")
+			if diff := cmp.Diff(want, got, lineBreaks); diff != "" {
+				t.Errorf("mutations (-generated,+chart):\n%s", diff)
+			}
+		},
+	}, {
+		name:    "node ownership: a taint without effect",
+		args:    []string{"--set", "routingPolicy.nodeOwnership.enabled=true,routingPolicy.nodeOwnership.taint.effect=Never"},
+		wantErr: "effect",
 	}, {
 		name:    "replicas without leader election",
 		args:    []string{"--set", "leaderElection.enabled=false"},

@@ -3,10 +3,12 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	v1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/devicefit/devicefit/internal/e2eutil"
+	"github.com/devicefit/devicefit/pkg/devices"
 	"github.com/devicefit/devicefit/pkg/routing"
 )
 
@@ -158,5 +161,100 @@ func waitForRouting(t *testing.T, ns string) {
 		return got == e2eutil.SchedulerName, nil
 	}) != nil {
 		t.Fatalf("the routing policy does not run: a GPU pod for the default scheduler kept schedulerName %q", got)
+	}
+}
+
+// TestRoutingNodeOwnership: with node ownership, routed pods get the
+// toleration of the device nodes' taint, once, beside the tolerations they
+// have; CPU pods get none. The policy is the generated one under another
+// name, matching a namespace of the test's that the base policy (without
+// the toleration) does not: the first policy to route a pod would make the
+// other's match condition false.
+func TestRoutingNodeOwnership(t *testing.T) {
+	requireManifests(t)
+	const label = "e2e.devicefit.io/node-ownership"
+	ns := e2eutil.NamespaceName("e2e-owned", t.Name())
+	if _, err := s.cp.Client.CoreV1().Namespaces().Create(testContext(t, 30*time.Second),
+		&v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{label: "true", routing.OptOutLabel: "false"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	taint := v1.Toleration{Key: "nvidia.com/gpu", Operator: v1.TolerationOpEqual, Value: "present", Effect: v1.TaintEffectNoSchedule}
+	policy, binding, err := routing.Policy(routing.Options{Name: "e2e-node-ownership", SchedulerName: e2eutil.SchedulerName,
+		Resources: devices.DefaultResourcePatterns(), Toleration: &taint})
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy.Spec.MatchConstraints.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{label: "true"}}
+	// Fail: an expression error fails the test instead of admitting the pod
+	// unchanged.
+	policy.Spec.FailurePolicy = ptr.To(admissionv1.Fail)
+	adm := s.cp.Client.AdmissionregistrationV1()
+	ctx := testContext(t, 30*time.Second)
+	if _, err := adm.MutatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = adm.MutatingAdmissionPolicies().Delete(context.Background(), policy.Name, metav1.DeleteOptions{})
+	})
+	if _, err := adm.MutatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = adm.MutatingAdmissionPolicyBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
+	})
+
+	gpuPod := func() *v1.Pod {
+		p := plainPod(ns)
+		setDevice(p, resourceGPU, "1", "1")
+		return p
+	}
+	count := func(p *v1.Pod) int {
+		n := 0
+		for _, tol := range p.Spec.Tolerations {
+			if tol == taint {
+				n++
+			}
+		}
+		return n
+	}
+	var last *v1.Pod
+	if wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		out, err := s.cp.Client.CoreV1().Pods(ns).Create(ctx, gpuPod(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return false, nil
+		}
+		last = out
+		return count(out) > 0, nil
+	}) != nil {
+		t.Fatalf("the node-ownership policy does not run: a GPU pod got tolerations %v", last.Spec.Tolerations)
+	}
+
+	other := v1.Toleration{Key: "example.com/spot", Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoSchedule}
+	tests := []struct {
+		name   string
+		pod    func() *v1.Pod
+		want   int // tolerations equal to taint's
+		others []v1.Toleration
+	}{
+		{"GPU pod", gpuPod, 1, nil},
+		{"GPU pod with a toleration of its own", func() *v1.Pod { p := gpuPod(); p.Spec.Tolerations = []v1.Toleration{other}; return p }, 1, []v1.Toleration{other}},
+		{"GPU pod tolerating already", func() *v1.Pod { p := gpuPod(); p.Spec.Tolerations = []v1.Toleration{taint}; return p }, 1, nil},
+		{"CPU pod", func() *v1.Pod { return plainPod(ns) }, 0, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := admitted(t, tc.pod())
+			if n := count(got); n != tc.want {
+				t.Errorf("%d tolerations of the device nodes' taint, want %d: %v", n, tc.want, got.Spec.Tolerations)
+			}
+			for _, o := range tc.others {
+				if !slices.Contains(got.Spec.Tolerations, o) {
+					t.Errorf("the pod's own toleration %v is gone: %v", o, got.Spec.Tolerations)
+				}
+			}
+			if wantName := map[bool]string{true: e2eutil.SchedulerName, false: v1.DefaultSchedulerName}[tc.want > 0]; got.Spec.SchedulerName != wantName {
+				t.Errorf("schedulerName %q, want %q", got.Spec.SchedulerName, wantName)
+			}
+		})
 	}
 }
