@@ -126,6 +126,7 @@ func (o *inventoryOptions) run(ctx context.Context) error {
 	inv := cli.BuildInventory(nodes, pods, set, w, draEntries, o.by)
 	inv.Workload = about
 	inv.ExtendedResources = cli.ExtendedResources(objects, pods)
+	inv.OtherSchedulers = cli.OtherSchedulers(pods, set, profile.Profiles)
 	if err := o.printer.Print(o.streams.Out, cli.InventoryTable(inv), "DeviceInventory", inv); err != nil {
 		return err
 	}
@@ -135,7 +136,7 @@ func (o *inventoryOptions) run(ctx context.Context) error {
 		}
 		fmt.Fprintf(o.streams.ErrOut, "\nStranded against: %s.\n", about)
 	}
-	for _, w := range cli.ExtendedWarnings(inv.ExtendedResources) {
+	for _, w := range append(cli.ExtendedWarnings(inv.ExtendedResources), cli.OtherSchedulerWarnings(inv.OtherSchedulers)...) {
 		fmt.Fprintln(o.streams.ErrOut, "Warning:", w)
 	}
 	return nil

@@ -39,6 +39,9 @@ type Profile struct {
 	// a file path, or "defaults" with the reason.
 	Source  string
 	Profile schedconfig.KubeSchedulerProfile
+	// Profiles are the scheduler names of every profile of the
+	// configuration: the pods any of them places are devicefit's.
+	Profiles []string
 	// Data is the configuration's text (nil for defaults).
 	Data []byte
 	// Fit and Pack are the profile's plugin args, defaulted; Pack is nil
@@ -138,6 +141,9 @@ func profileFrom(source string, data []byte, schedulerName string) (*Profile, er
 			continue
 		}
 		out := &Profile{Source: source, Profile: p, Data: data}
+		for _, q := range cfg.Profiles {
+			out.Profiles = append(out.Profiles, q.SchedulerName)
+		}
 		for _, pc := range p.PluginConfig {
 			switch args := pc.Args.(type) {
 			case *config.DeviceFitArgs:

@@ -49,6 +49,9 @@ type Inventory struct {
 	// ExtendedResources are the extended resources DeviceClasses name and
 	// the class serving each (ExtendedResources).
 	ExtendedResources []ExtendedResourceRow `json:"extendedResources,omitempty"`
+	// OtherSchedulers are the bound device pods schedulers other than
+	// devicefit placed (OtherSchedulers).
+	OtherSchedulers []OtherScheduler `json:"otherSchedulers,omitempty"`
 }
 
 // Views of the inventory.
