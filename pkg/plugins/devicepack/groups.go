@@ -84,7 +84,7 @@ func (g *groupShapes) current() (string, []devices.GroupShape, uint64) {
 }
 
 // list is the distribution, heaviest first (ties by key: deterministic),
-// at most maxClasses shapes. g.mu held.
+// at most maxShapes shapes. g.mu held.
 func (g *groupShapes) list() []devices.GroupShape {
 	out := make([]devices.GroupShape, 0, len(g.weights))
 	for k, w := range g.weights {
@@ -102,8 +102,11 @@ func (g *groupShapes) list() []devices.GroupShape {
 		}
 		return a.PerPod < b.PerPod
 	})
-	if len(out) > maxClasses {
-		out = out[:maxClasses]
+	if len(out) > maxShapes {
+		out = out[:maxShapes]
 	}
 	return out
 }
+
+// maxShapes bounds the pod-group shapes PlacementScore weighs per domain.
+const maxShapes = 64

@@ -102,8 +102,9 @@ func TestSnapshotKeepsHeaviestClasses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 100 distinct classes (by device count), class i observed i+1 times.
-	for i := int64(0); i < 100; i++ {
+	// 300 distinct classes (by device count), class i observed i+1 times.
+	const n = 300
+	for i := int64(0); i < n; i++ {
 		for j := int64(0); j <= i; j++ {
 			uid := string(rune('A'+i)) + string(rune('A'+j))
 			w.observe(uid, devices.Demand{{Name: gpu, Count: i + 1}}, nil, 0, 0, "", devices.Selector{})
@@ -116,9 +117,9 @@ func TestSnapshotKeepsHeaviestClasses(t *testing.T) {
 	if n := len(wl.Classes()); n != maxClasses {
 		t.Fatalf("kept %d classes, want %d", n, maxClasses)
 	}
-	// The lightest kept class is the 37th (100 - 64 + 1 devices).
+	// The lightest kept class is the 45th (300 - 256 + 1 devices).
 	for _, c := range wl.Classes() {
-		if c.Devices < 100-maxClasses+1 {
+		if c.Devices < n-maxClasses+1 {
 			t.Errorf("kept a light class: %d devices", c.Devices)
 		}
 	}
@@ -163,5 +164,43 @@ func TestObservedClassesKeyOnEverySelector(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("classes (-want,+got):\n%s", diff)
+	}
+}
+
+// TestSnapshotKeepsRareJobTypes: a job type split by CPU into many light
+// classes, as the default Alibaba trace's 2-GPU jobs are, stays in the
+// distribution beside a heavy tail of 1-GPU classes.
+func TestSnapshotKeepsRareJobTypes(t *testing.T) {
+	w, err := newWorkload(config.WorkloadSpec{Mode: config.WorkloadObserved, HalfLifePods: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid := 0
+	observe := func(devs, milliCPU int64, times int) {
+		for range times {
+			uid++
+			w.observe(fmt.Sprint(uid), devices.Demand{{Name: gpu, Count: devs}}, nil, milliCPU, 0, "", devices.Selector{})
+		}
+	}
+	// 120 classes of 1-GPU jobs (by CPU), three jobs each; 2-GPU jobs in
+	// 8 classes of one job each.
+	for c := range int64(120) {
+		observe(1, 1000*(c+1), 3)
+	}
+	for c := range int64(8) {
+		observe(2, 1000*(c+1), 1)
+	}
+	wl, err := w.snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	twoGPU := 0
+	for _, c := range wl.Classes() {
+		if c.Devices == 2 {
+			twoGPU++
+		}
+	}
+	if twoGPU != 8 {
+		t.Errorf("%d of the 8 classes of 2-GPU jobs kept among %d classes", twoGPU, len(wl.Classes()))
 	}
 }
