@@ -37,7 +37,7 @@ KUBE_LDFLAGS = $(shell hack/version.sh kube-ldflags)
 
 # Commands other than the scheduler are built as bin/<dir name>.
 COMMANDS := $(filter-out scheduler,$(sort $(notdir $(patsubst %/,%,$(dir $(wildcard cmd/*/*.go))))))
-TOOLS := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kubectl
+TOOLS := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-scheduler $(BIN)/kubectl
 
 .PHONY: all build scheduler commands tools test test-chart test-unit test-integration test-e2e test-faults \
 	fuzz prometheus manifests deploy krew undeploy image run verify verify-gofmt verify-vet verify-tidy verify-codegen generate clean help replay replay-report replay-charts
@@ -60,7 +60,7 @@ commands:
 		$(GO) build -ldflags '$(DEVICEFIT_LDFLAGS)' -o $(BIN)/$$c ./cmd/$$c; \
 	done
 
-tools: $(TOOLS) ## bin/etcd, bin/kube-apiserver, bin/kube-controller-manager, bin/kubectl from the module graph
+tools: $(TOOLS) ## bin/etcd, bin/kube-apiserver, bin/kube-controller-manager, bin/kube-scheduler, bin/kubectl from the module graph
 
 # go build leaves an up-to-date binary untouched; the touch marks it newer than
 # go.mod so that make stops asking.
@@ -76,6 +76,12 @@ $(BIN)/kube-apiserver: go.mod go.sum
 # ReplicaSet, PodDisruptionBudget status kept by the disruption controller.
 $(BIN)/kube-controller-manager: go.mod go.sum
 	$(GO) build -ldflags '$(KUBE_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kube-controller-manager
+	@touch $@
+
+# The upstream scheduler beside devicefit (test/e2e/coexistence, the local
+# run): the packages are devicefit-scheduler's, so it costs a link.
+$(BIN)/kube-scheduler: go.mod go.sum
+	$(GO) build -ldflags '$(KUBE_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kube-scheduler
 	@touch $@
 
 $(BIN)/kubectl: go.mod go.sum
@@ -136,9 +142,9 @@ test-integration: ## integration tests against a real apiserver (race detector o
 # so a cached pass could hide a broken manifest.
 test-e2e: build tools $(BIN)/helm prometheus ## end-to-end tests with bin/, the manifests, the Helm chart and a real Prometheus
 	@crds="$${PROMETHEUS_OPERATOR_CRDS:-$$(hack/prometheus-operator-crds.sh $(PROMETHEUS_OPERATOR_VERSION))}"; \
-	echo "DEVICEFIT_BIN_DIR=$(abspath $(BIN)) PROMETHEUS_OPERATOR_CRDS=$$crds $(GO) test -p 1 -count=1 -timeout $(E2E_TIMEOUT) $(GOTESTFLAGS) ./test/e2e ./test/e2e/day2"; \
+	echo "DEVICEFIT_BIN_DIR=$(abspath $(BIN)) PROMETHEUS_OPERATOR_CRDS=$$crds $(GO) test -p 1 -count=1 -timeout $(E2E_TIMEOUT) $(GOTESTFLAGS) ./test/e2e ./test/e2e/day2 ./test/e2e/coexistence"; \
 	DEVICEFIT_BIN_DIR="$(abspath $(BIN))" PROMETHEUS_OPERATOR_CRDS="$$crds" \
-		$(GO) test -p 1 -count=1 -timeout $(E2E_TIMEOUT) $(GOTESTFLAGS) ./test/e2e ./test/e2e/day2
+		$(GO) test -p 1 -count=1 -timeout $(E2E_TIMEOUT) $(GOTESTFLAGS) ./test/e2e ./test/e2e/day2 ./test/e2e/coexistence
 
 # Fault injection with the built binaries (test/e2e/faults, a control plane
 # of its own): leader failover with SIGKILL (2000 pods, the takeover time in

@@ -30,6 +30,7 @@ import (
 
 	"github.com/devicefit/devicefit/internal/cmdflags"
 	"github.com/devicefit/devicefit/internal/controlplane"
+	"github.com/devicefit/devicefit/pkg/routing"
 )
 
 type options struct {
@@ -201,13 +202,41 @@ func runLocal(ctx context.Context, o options, dir string, procs *[]*controlplane
 	fmt.Printf("devicefit-scheduler ready in %.1fs (config %s, lease %s/%s); %d nodes registered\n",
 		time.Since(t).Seconds(), o.config, le.ResourceNamespace, le.ResourceName, nodes)
 
+	// The upstream scheduler beside it, and the routing policy that sends
+	// it no device pod (docs/coexistence.md).
+	t = time.Now()
+	upstream, err := controlplane.StartDefaultScheduler(binDir, dir, cp.SchedulerKubeconfig)
+	if err != nil {
+		return err
+	}
+	*procs = append(*procs, upstream.Process)
+	if err := upstream.WaitReady(ctx, 90*time.Second); err != nil {
+		return controlplane.Blame(upstream.Process, err)
+	}
+	if err := installRouting(ctx, cp.Client, config); err != nil {
+		return err
+	}
+	fmt.Printf("kube-scheduler (upstream, default profile) ready and the routing policy %s applied in %.1fs\n",
+		routing.Name, time.Since(t).Seconds())
+
 	classes := workload()
 	pods := buildPods(classes, o.seed)
 	if err := submit(ctx, cp.Client, classes, pods); err != nil {
 		return err
 	}
-	fmt.Printf("Submitted %d pods (schedulerName %s, seed %d); waiting for each to be bound or unschedulable:\n",
-		len(pods), schedulerName, o.seed)
+	routed := map[string]bool{}
+	var cpuPods int
+	for _, p := range pods {
+		switch {
+		case !isDevicePod(p):
+			cpuPods++
+		case p.Spec.SchedulerName == "":
+			routed[p.Name] = true
+		}
+	}
+	fmt.Printf("Submitted %d pods (seed %d): %d device pods, %d of them without schedulerName (for the routing policy),\n"+
+		"and %d CPU pods for the default scheduler; waiting for each to be bound or unschedulable:\n",
+		len(pods), o.seed, len(pods)-cpuPods, len(routed), cpuPods)
 	settled, err := waitSettled(ctx, os.Stdout, cp.Client, len(pods), o.timeout, sched.Process)
 	if err != nil {
 		return err
@@ -236,16 +265,23 @@ func runLocal(ctx context.Context, o options, dir string, procs *[]*controlplane
 	}
 	printDevicefitMetrics(os.Stdout, m, sched.URL)
 	printUnschedulable(os.Stdout, settled, invalid)
+	by, err := placedBy(ctx, cp.Client)
+	if err != nil {
+		return err
+	}
+	schedulerProblems := printSchedulers(os.Stdout, settled, by, routed)
 	if err := printDay2(ctx, os.Stdout, binDir, cp.AdminKubeconfig, config); err != nil {
 		return err
 	}
 
 	problems := append(check(nodeList.Items, settled, classes, draNow), metricProblems...)
+	problems = append(problems, schedulerProblems...)
 	problems = append(problems, checkShares(shared)...)
 	if problems = append(problems, checkDRA(draNow, settled, classes)...); len(problems) > 0 {
-		return fmt.Errorf("the placement contradicts the workload's selectors:\n  %s", strings.Join(problems, "\n  "))
+		return fmt.Errorf("the local run's checks failed:\n  %s", strings.Join(problems, "\n  "))
 	}
-	fmt.Println("\nChecks passed: every bound pod is on a product its selector admits (on DRA nodes: every device its claims hold);\n" +
+	fmt.Println("\nChecks passed: every device pod was placed by devicefit, routed or named, and every CPU pod by the default scheduler;\n" +
+		"every bound pod is on a product its selector admits (on DRA nodes: every device its claims hold);\n" +
 		"every invalid pod is unschedulable; no DRA device is in two claims, no shared counter is over its value\n" +
 		"and no shared GPU gives more than its shares;\n" +
 		"the scheduler's devicefit_devices count as allocated exactly the devices the bound pods hold,\n" +

@@ -191,7 +191,7 @@ func buildPod(c class, i int, rng *rand.Rand) *v1.Pod {
 			Annotations: annotations,
 		},
 		Spec: v1.PodSpec{
-			SchedulerName: schedulerName,
+			SchedulerName: podScheduler(c, i),
 			NodeSelector:  c.nodeSelector,
 			Containers: []v1.Container{{
 				Name:      "main",
@@ -227,6 +227,6 @@ func submit(ctx context.Context, cs kubernetes.Interface, classes []class, pods 
 			return fmt.Errorf("creating pod %s: %w", p.Name, err)
 		}
 	}
-	klog.InfoS("Submitted the workload", "pods", len(pods), "namespace", namespace, "schedulerName", schedulerName)
+	klog.InfoS("Submitted the workload", "pods", len(pods), "namespace", namespace)
 	return nil
 }

@@ -74,9 +74,19 @@ func TestBuildPodsIsDeterministic(t *testing.T) {
 }
 
 func TestBuildPodsDeviceRequestsEqualLimits(t *testing.T) {
+	routed := 0
 	for _, p := range buildPods(workload(), 42) {
-		if p.Spec.SchedulerName != schedulerName {
-			t.Errorf("%s: schedulerName %q", p.Name, p.Spec.SchedulerName)
+		// CPU pods are the default scheduler's; a third of the device pods
+		// name no scheduler, for the routing policy.
+		want := schedulerName
+		if !isDevicePod(p) {
+			want = ""
+		} else if p.Spec.SchedulerName == "" {
+			routed++
+			want = ""
+		}
+		if p.Spec.SchedulerName != want {
+			t.Errorf("%s: schedulerName %q, want %q", p.Name, p.Spec.SchedulerName, want)
 		}
 		res := p.Spec.Containers[0].Resources
 		for name, q := range res.Requests {
@@ -89,6 +99,9 @@ func TestBuildPodsDeviceRequestsEqualLimits(t *testing.T) {
 				t.Errorf("%s: %s request %s, limit %v", p.Name, name, q.String(), res.Limits[name])
 			}
 		}
+	}
+	if routed == 0 {
+		t.Error("every device pod names devicefit: the routing policy has nothing to route")
 	}
 }
 

@@ -98,7 +98,10 @@ func Policy(o Options) (*admissionv1.MutatingAdmissionPolicy, *admissionv1.Mutat
 				ObjectSelector:    optOut,
 			},
 			MatchConditions: []admissionv1.MatchCondition{
-				{Name: "for-the-default-scheduler", Expression: "!has(object.spec.schedulerName) || object.spec.schedulerName in " + list(defaultSchedulers)},
+				// devicefit's own pods too: with node ownership they need
+				// the toleration as much as routed ones (setting their
+				// scheduler name again changes nothing).
+				{Name: "default-scheduler-or-devicefit", Expression: "!has(object.spec.schedulerName) || object.spec.schedulerName in " + list(append(slices.Clone(defaultSchedulers), o.SchedulerName))},
 				{Name: "not-bound", Expression: "!has(object.spec.nodeName) || object.spec.nodeName == ''"},
 			},
 			// matchConditions cannot read variables (they run first): the

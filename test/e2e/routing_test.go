@@ -239,6 +239,7 @@ func TestRoutingNodeOwnership(t *testing.T) {
 		{"GPU pod", gpuPod, 1, nil},
 		{"GPU pod with a toleration of its own", func() *v1.Pod { p := gpuPod(); p.Spec.Tolerations = []v1.Toleration{other}; return p }, 1, []v1.Toleration{other}},
 		{"GPU pod tolerating already", func() *v1.Pod { p := gpuPod(); p.Spec.Tolerations = []v1.Toleration{taint}; return p }, 1, nil},
+		{"devicefit's own GPU pod", func() *v1.Pod { p := gpuPod(); p.Spec.SchedulerName = e2eutil.SchedulerName; return p }, 1, nil},
 		{"CPU pod", func() *v1.Pod { return plainPod(ns) }, 0, nil},
 	}
 	for _, tc := range tests {
