@@ -80,4 +80,14 @@
 // filtering and tie-breaking do not depend on goroutine timing, and
 // percentages are rounded to two decimals. Only --timing adds a field that
 // differs between runs (wall_seconds).
+//
+// # Variants
+//
+// Variant (replay variant) draws a workload from a trace the way the
+// trace's other pod lists were sampled from its default one: the share of
+// GPU pods that are fractional and the number and CPU of the CPU-only pods
+// changed, each group resized on its own with seeded draws. With it a
+// packing is judged on shapes of workload it was not tuned on
+// (docs/placement.md). WriteFGDComparison sets replays beside FGD's
+// published figures.
 package replay
