@@ -4,7 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -127,13 +128,8 @@ func printSchedulers(out io.Writer, pods []v1.Pod, by map[string]string, routedN
 			c.cpu++
 		}
 	}
-	names := make([]string, 0, len(counts))
-	for n := range counts {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	fmt.Fprintln(out, "\nPlaced by (the Scheduled event's reporting controller):")
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(counts)) {
 		c := counts[n]
 		fmt.Fprintf(out, "  %-20s %3d device pods (%d of them created without schedulerName, routed by %s), %d CPU pods\n",
 			n, c.device, c.routed, routing.Name, c.cpu)
