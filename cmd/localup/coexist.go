@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/devicefit/devicefit/pkg/cli"
+	"github.com/devicefit/devicefit/pkg/devices"
 	"github.com/devicefit/devicefit/pkg/routing"
 )
 
@@ -137,18 +138,10 @@ func printSchedulers(out io.Writer, pods []v1.Pod, by map[string]string, routedN
 	return problems
 }
 
-// isDevicePod: the pod asks for a device through a device plugin's
-// resource or a resource claim.
-func isDevicePod(p *v1.Pod) bool {
-	if len(p.Spec.ResourceClaims) > 0 {
-		return true
-	}
-	for _, c := range p.Spec.Containers {
-		for name := range c.Resources.Limits {
-			if isDevice(name) {
-				return true
-			}
-		}
-	}
-	return false
-}
+// isDevicePod: the pod asks for one of DeviceFit's default device
+// resources or has resource claims (devices.AsksForDevices).
+func isDevicePod(p *v1.Pod) bool { return devices.AsksForDevices(p, defaultDevices) }
+
+// defaultDevices are DeviceFit's default device resources, which the local
+// run's configuration keeps (valid: TestDefaultResourcePatterns).
+var defaultDevices, _ = devices.NewResourceSet(devices.DefaultResourcePatterns())

@@ -36,8 +36,7 @@ func OtherSchedulers(pods []*v1.Pod, set devices.ResourceSet, profiles []string)
 			slices.Contains(profiles, p.Spec.SchedulerName) {
 			continue
 		}
-		demand, err := devices.PodDemand(p, set)
-		if err != nil || len(demand) == 0 && len(p.Spec.ResourceClaims) == 0 {
+		if !devices.AsksForDevices(p, set) {
 			continue
 		}
 		a := by[p.Spec.SchedulerName]

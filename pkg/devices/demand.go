@@ -46,6 +46,17 @@ func (e *DemandError) Error() string {
 	return fmt.Sprintf("container %q: %s %s", e.Container, e.Resource, e.Problem)
 }
 
+// AsksForDevices reports whether the pod asks for a device: resource
+// claims, or a non-zero quantity of a resource of set (a malformed one
+// counts: the pod still asks for the device, wrongly).
+func AsksForDevices(pod *v1.Pod, set ResourceSet) bool {
+	if len(pod.Spec.ResourceClaims) > 0 {
+		return true
+	}
+	demand, err := PodDemand(pod, set)
+	return err != nil || len(demand) > 0
+}
+
 // PodDemand validates the device requests of every container and returns the
 // pod's effective demand, computed as the scheduler computes requests: the sum
 // over app containers and restartable (sidecar) init containers, the max with

@@ -35,6 +35,10 @@ const (
 	cpuPods      = 380 // 2 CPUs and 8Gi each, the default scheduler's
 )
 
+// defaultDevices are DeviceFit's default device resources, which the
+// deployed configuration keeps (valid: TestDefaultResourcePatterns).
+var defaultDevices, _ = devices.NewResourceSet(devices.DefaultResourcePatterns())
+
 // ownershipTaint is the device nodes' taint with node ownership.
 var ownershipTaint = v1.Taint{Key: "nvidia.com/gpu", Value: "present", Effect: v1.TaintEffectNoSchedule}
 
@@ -231,19 +235,6 @@ func unschedulable(p *v1.Pod) bool {
 	return false
 }
 
-// devicePod: the pod asks nvidia.com/gpu or has resource claims.
-func devicePod(p *v1.Pod) bool {
-	if len(p.Spec.ResourceClaims) > 0 {
-		return true
-	}
-	for _, c := range p.Spec.Containers {
-		if _, ok := c.Resources.Requests[devices.NVIDIAGPU]; ok {
-			return true
-		}
-	}
-	return false
-}
-
 // checkDevicesRouted: every device pod of the burst names devicefit, and
 // every one bound was bound by devicefit (its Scheduled event's reporting
 // controller is the profile's name); CPU pods stay the default scheduler's.
@@ -255,7 +246,7 @@ func (r *burstResult) checkDevicesRouted(t *testing.T) {
 		if p.Namespace != r.ns {
 			continue
 		}
-		if !devicePod(p) {
+		if !devices.AsksForDevices(p, defaultDevices) {
 			if p.Spec.SchedulerName != v1.DefaultSchedulerName {
 				t.Errorf("CPU pod %s has schedulerName %q, want %q", p.Name, p.Spec.SchedulerName, v1.DefaultSchedulerName)
 			}
