@@ -9,20 +9,21 @@ import (
 	"k8s.io/component-base/version"
 
 	"github.com/devicefit/devicefit/internal/cmdflags/cmdflagstest"
+	"github.com/devicefit/devicefit/internal/localup"
 )
 
 func TestParseFlags(t *testing.T) {
-	defaults := options{binDir: "bin", config: "manifests/scheduler-config.yaml", timeout: 3 * time.Minute, seed: 42, grace: 10 * time.Second}
+	defaults := localup.Options{BinDir: "bin", Config: "manifests/scheduler-config.yaml", Timeout: 3 * time.Minute, Seed: 42, Grace: 10 * time.Second}
 	tests := []struct {
 		name       string
 		args       []string
-		want       options
+		want       localup.Options
 		wantCode   int
 		wantExit   bool
 		wantStdout string // "help": the help, checked against newFlags
 	}{
 		{name: "defaults", want: defaults},
-		{name: "own flags", args: []string{"--keep", "--seed", "7", "--bin-dir", "/opt/bin"}, want: func() options { o := defaults; o.keep, o.seed, o.binDir = true, 7, "/opt/bin"; return o }()},
+		{name: "own flags", args: []string{"--keep", "--seed", "7", "--bin-dir", "/opt/bin"}, want: func() localup.Options { o := defaults; o.Keep, o.Seed, o.BinDir = true, 7, "/opt/bin"; return o }()},
 		{name: "help", args: []string{"--help"}, wantExit: true, wantStdout: "help"},
 		{name: "version", args: []string{"--version"}, wantExit: true, wantStdout: "localup " + version.Get().GitVersion + "\n"},
 		{name: "bad flag", args: []string{"--bogus"}, wantExit: true, wantCode: 2},
@@ -37,11 +38,11 @@ func TestParseFlags(t *testing.T) {
 			}
 			switch {
 			case !exit:
-				if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(options{})); diff != "" {
+				if diff := cmp.Diff(tc.want, got); diff != "" {
 					t.Errorf("options (-want,+got):\n%s", diff)
 				}
 			case tc.wantStdout == "help":
-				var o options
+				var o localup.Options
 				cmdflagstest.CheckHelp(t, newFlags(&o), stdout.String())
 			default:
 				if diff := cmp.Diff(tc.wantStdout, stdout.String()); diff != "" {

@@ -9,9 +9,13 @@
 //   - scheduler.go: the deployed KubeSchedulerConfiguration, rendered for a process here
 //   - apiserver.go: RestartAPIServer: kube-apiserver stopped and started again on the same etcd
 //   - nodes.go: Node: a simulated node of a test fleet, registered Ready
-//   - pods.go: DevicePod, CreatePods, GFDLabels
+//   - pods.go: DevicePod, CreatePods
 //   - testing.go: TestContext (a logger writing to t.Log), CreateNamespace
-//   - manifests.go, kubectl.go, identity.go, dra.go: the install, bin/kubectl, the ServiceAccount's identity, DRA state
+//   - manifests.go, kubectl.go, identity.go: the install, bin/kubectl, the ServiceAccount's identity
+//
+// What the API server holds after a run (DRA state, over-commitment, which
+// scheduler bound a pod) is checked by internal/clustercheck, which the
+// local run uses too.
 //
 // A new e2e package is a TestMain of a few lines:
 //

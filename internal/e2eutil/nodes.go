@@ -11,7 +11,7 @@ import (
 )
 
 // Node is one simulated node of a test fleet: labels as GPU Feature
-// Discovery writes them (GFDLabels), device allocatable as the device
+// Discovery writes them (internal/gfd), device allocatable as the device
 // plugins advertise it.
 type Node struct {
 	Name   string

@@ -3,7 +3,6 @@ package e2eutil
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -52,24 +51,4 @@ func CreatePods(ctx context.Context, cs kubernetes.Interface, pods []*v1.Pod, dr
 		}
 	}
 	return nil
-}
-
-// GFDLabels are the node labels NVIDIA GPU Feature Discovery writes for
-// count GPUs of product (single MIG strategy), plus the extra key, value
-// pairs kv (which may override them).
-func GFDLabels(product string, memoryMiB, major, minor, count int, family string, kv ...string) map[string]string {
-	m := map[string]string{
-		"nvidia.com/gpu.present":       "true",
-		"nvidia.com/gpu.product":       product,
-		"nvidia.com/gpu.memory":        strconv.Itoa(memoryMiB),
-		"nvidia.com/gpu.family":        family,
-		"nvidia.com/gpu.compute.major": strconv.Itoa(major),
-		"nvidia.com/gpu.compute.minor": strconv.Itoa(minor),
-		"nvidia.com/gpu.count":         strconv.Itoa(count),
-		"nvidia.com/mig.strategy":      "single",
-	}
-	for i := 0; i+1 < len(kv); i += 2 {
-		m[kv[i]] = kv[i+1]
-	}
-	return m
 }

@@ -7,6 +7,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/devicefit/devicefit/internal/e2eutil"
+	"github.com/devicefit/devicefit/internal/gfd"
+	"github.com/devicefit/devicefit/pkg/devices"
 )
 
 // Product label values as NVIDIA GPU Feature Discovery writes them.
@@ -43,23 +45,25 @@ const (
 	amdNode = "e2e-mi300x-0"
 )
 
-// gfd: GFD's labels (e2eutil.GFDLabels).
-func gfd(product string, memoryMiB, major, minor, count int, family string, kv ...string) map[string]string {
-	return e2eutil.GFDLabels(product, memoryMiB, major, minor, count, family, kv...)
+// gfdLabels: GFD's labels for count GPUs of product (single MIG strategy),
+// then kv.
+func gfdLabels(product string, memoryMiB, major, minor, count int, family string, kv ...string) map[string]string {
+	return gfd.GPU{Product: product, MemoryMiB: memoryMiB, Compute: devices.Compute{Major: major, Minor: minor},
+		Count: count, Family: family, MIGStrategy: devices.MIGStrategySingle}.Labels(kv...)
 }
 
 // fleet is small on purpose: three products, whole and time-sliced GPUs, and
 // a CPU-only node; enough for every selector of scenarioPods to matter.
 func fleet() []fleetNode {
 	return []fleetNode{
-		{"e2e-h100-0", gfd(productH100, 81559, 9, 0, 8, "hopper"), 8, 0},
-		{"e2e-h100-1", gfd(productH100, 81559, 9, 0, 8, "hopper"), 8, 0},
-		{"e2e-a100-40-0", gfd(productA100x40, 40960, 8, 0, 8, "ampere"), 8, 0},
+		{"e2e-h100-0", gfdLabels(productH100, 81559, 9, 0, 8, "hopper"), 8, 0},
+		{"e2e-h100-1", gfdLabels(productH100, 81559, 9, 0, 8, "hopper"), 8, 0},
+		{"e2e-a100-40-0", gfdLabels(productA100x40, 40960, 8, 0, 8, "ampere"), 8, 0},
 		// 4 L4, each time-sliced into 4 replicas.
-		{"e2e-l4-0", gfd(productL4Shared, 23034, 8, 9, 4, "ada-lovelace",
+		{"e2e-l4-0", gfdLabels(productL4Shared, 23034, 8, 9, 4, "ada-lovelace",
 			"nvidia.com/gpu.sharing-strategy", "time-slicing", "nvidia.com/gpu.replicas", "4"), 16, 0},
 		{"e2e-cpu-0", map[string]string{}, 0, 0},
-		{migInvalidNode, gfd(productMIGBad, 0, 8, 0, 8, "ampere"), 8, 0},
+		{migInvalidNode, gfdLabels(productMIGBad, 0, 8, 0, 8, "ampere"), 8, 0},
 		{amdNode, map[string]string{"amd.com/gpu.product-name": productMI300X}, 0, 4},
 	}
 }

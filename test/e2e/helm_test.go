@@ -570,7 +570,7 @@ func TestHelmInstall(t *testing.T) {
 		v1.ResourcePods:   resource.MustParse("110"),
 		resourceGPU:       resource.MustParse("8"),
 	}
-	if err := controlplane.RegisterNode(ctx, cp.Client, node, gfd(productH100, 81559, 9, 0, 8, "hopper"), capacity); err != nil {
+	if err := controlplane.RegisterNode(ctx, cp.Client, node, gfdLabels(productH100, 81559, 9, 0, 8, "hopper"), capacity); err != nil {
 		t.Fatal(err)
 	}
 	podNS := "helm-gpu"

@@ -18,7 +18,7 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/kubernetes/test/utils/client-go/ktesting"
 
-	"github.com/devicefit/devicefit/internal/e2eutil"
+	"github.com/devicefit/devicefit/internal/clustercheck"
 	"github.com/devicefit/devicefit/pkg/devices"
 	"github.com/devicefit/devicefit/test/perf/results"
 )
@@ -119,7 +119,7 @@ func checkPlacement(ctx context.Context, client clientset.Interface) (results.Pl
 	for i := range nodes.Items {
 		byName[nodes.Items[i].Name] = &nodes.Items[i]
 	}
-	dra, err := e2eutil.ReadDRA(ctx, client)
+	dra, err := clustercheck.ReadDRA(ctx, client)
 	if err != nil {
 		return c, err
 	}

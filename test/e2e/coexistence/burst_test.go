@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -17,9 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/utils/ptr"
 
+	"github.com/devicefit/devicefit/internal/clustercheck"
 	"github.com/devicefit/devicefit/internal/e2eutil"
 	"github.com/devicefit/devicefit/pkg/devices"
 	"github.com/devicefit/devicefit/pkg/routing"
@@ -80,7 +79,8 @@ type burstResult struct {
 	pods   []v1.Pod // all bound pods of the cluster, and the burst's pending ones
 	bound  int      // of the burst
 	events map[string]string
-	dra    *e2eutil.DRA
+	dra    *clustercheck.DRA
+	nodes  []v1.Node
 }
 
 // burst creates the burst in a namespace of its own, concurrently and in
@@ -130,7 +130,7 @@ func burst(t *testing.T, name string) *burstResult {
 	bound := settle(t, ctx, ns, len(pods))
 	t.Logf("%s: %d pods created and settled in %s, %d bound", name, len(pods), time.Since(start).Round(time.Second), bound)
 
-	r := &burstResult{ns: ns, bound: bound, events: map[string]string{}}
+	r := &burstResult{ns: ns, bound: bound}
 	all, err := cs.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -140,16 +140,15 @@ func burst(t *testing.T, name string) *burstResult {
 			r.pods = append(r.pods, p)
 		}
 	}
-	evs, err := cs.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
+	if r.events, err = clustercheck.PlacedBy(ctx, cs, ns); err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range evs.Items {
-		if e.Reason == "Scheduled" {
-			r.events[e.Regarding.Name] = e.ReportingController
-		}
-	}
-	if r.dra, err = e2eutil.ReadDRA(ctx, cs); err != nil {
+	r.nodes = nodes.Items
+	if r.dra, err = clustercheck.ReadDRA(ctx, cs); err != nil {
 		t.Fatal(err)
 	}
 	return r
@@ -270,50 +269,9 @@ func (r *burstResult) checkDevicesRouted(t *testing.T) {
 	t.Logf("%d device pods, %d bound by devicefit", devicePods, boundDevice)
 }
 
-// overcommitted lists, per resource, the nodes whose bound pods request
-// more than the node's allocatable.
-func (r *burstResult) overcommitted() map[v1.ResourceName][]string {
-	nodes, err := env.CP.Client.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		return nil
-	}
-	used := map[string]v1.ResourceList{}
-	for i := range r.pods {
-		p := &r.pods[i]
-		if p.Spec.NodeName == "" {
-			continue
-		}
-		u := used[p.Spec.NodeName]
-		if u == nil {
-			u = v1.ResourceList{}
-			used[p.Spec.NodeName] = u
-		}
-		for res, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
-			sum := u[res]
-			sum.Add(q)
-			u[res] = sum
-		}
-		n := u[v1.ResourcePods]
-		n.Add(resource.MustParse("1"))
-		u[v1.ResourcePods] = n
-	}
-	out := map[v1.ResourceName][]string{}
-	for _, n := range nodes.Items {
-		for res, q := range used[n.Name] {
-			if alloc, ok := n.Status.Allocatable[res]; (ok || res == devices.NVIDIAGPU) && q.Cmp(alloc) > 0 {
-				out[res] = append(out[res], fmt.Sprintf("%s (%s of %s)", n.Name, q.String(), alloc.String()))
-			}
-		}
-	}
-	for _, v := range out {
-		sort.Strings(v)
-	}
-	return out
-}
-
 // overcommitText words overcommitted for the log.
 func (r *burstResult) overcommitText() string {
-	over := r.overcommitted()
+	over := clustercheck.Overcommitted(r.nodes, r.pods, r.dra)
 	var parts []string
 	for _, res := range []v1.ResourceName{devices.NVIDIAGPU, v1.ResourceCPU, v1.ResourceMemory, v1.ResourcePods} {
 		parts = append(parts, fmt.Sprintf("%s on %d nodes %v", res, len(over[res]), over[res]))
@@ -323,7 +281,7 @@ func (r *burstResult) overcommitText() string {
 
 func (r *burstResult) checkNoOvercommit(t *testing.T, resources ...v1.ResourceName) {
 	t.Helper()
-	over := r.overcommitted()
+	over := clustercheck.Overcommitted(r.nodes, r.pods, r.dra)
 	for _, res := range resources {
 		if len(over[res]) > 0 {
 			t.Errorf("%s over-committed on %v", res, over[res])

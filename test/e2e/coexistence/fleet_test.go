@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/devicefit/devicefit/internal/e2eutil"
+	"github.com/devicefit/devicefit/internal/gfd"
 	"github.com/devicefit/devicefit/internal/nvdra"
 	"github.com/devicefit/devicefit/pkg/devices"
 )
@@ -37,7 +38,8 @@ func deviceNodes() []string {
 
 func registerFleet(ctx context.Context) error {
 	cs := env.CP.Client
-	labels := e2eutil.GFDLabels("NVIDIA-H100-80GB-HBM3", 81559, 9, 0, gpusPerNode, "hopper")
+	labels := gfd.GPU{Product: "NVIDIA-H100-80GB-HBM3", MemoryMiB: 81559, Compute: devices.Compute{Major: 9},
+		Count: gpusPerNode, Family: "hopper", MIGStrategy: devices.MIGStrategySingle}.Labels()
 	for i := range pluginNodes {
 		n := e2eutil.Node{Name: fmt.Sprintf("gpu-%d", i), Labels: labels, Devices: map[v1.ResourceName]int64{devices.NVIDIAGPU: gpusPerNode}}
 		if err := n.Register(ctx, cs, maxPods, nil); err != nil {

@@ -19,7 +19,9 @@ import (
 
 	"github.com/devicefit/devicefit/internal/controlplane"
 	"github.com/devicefit/devicefit/internal/e2eutil"
+	"github.com/devicefit/devicefit/internal/gfd"
 	"github.com/devicefit/devicefit/pkg/cli"
+	"github.com/devicefit/devicefit/pkg/devices"
 )
 
 const product = "NVIDIA-A100-SXM4-80GB"
@@ -47,7 +49,8 @@ func TestDefragApply(t *testing.T) {
 			v1.ResourceCPU: resource.MustParse("64"), v1.ResourceMemory: resource.MustParse("512Gi"),
 			v1.ResourcePods: resource.MustParse("110"), e2eutil.ResourceGPU: resource.MustParse("8"),
 		}
-		if err := controlplane.RegisterNode(ctx, cs, name, e2eutil.GFDLabels(product, 81920, 8, 0, 8, "ampere"), capacity); err != nil {
+		if err := controlplane.RegisterNode(ctx, cs, name, gfd.GPU{Product: product, MemoryMiB: 81920, Compute: devices.Compute{Major: 8},
+			Count: 8, Family: "ampere", MIGStrategy: devices.MIGStrategySingle}.Labels(), capacity); err != nil {
 			t.Fatal(err)
 		}
 	}

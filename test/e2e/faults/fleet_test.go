@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/devicefit/devicefit/internal/e2eutil"
+	"github.com/devicefit/devicefit/internal/gfd"
 	"github.com/devicefit/devicefit/pkg/devices"
 )
 
@@ -42,17 +43,23 @@ type node struct {
 func timeSliced(name, product string, memoryMiB, major, minor, gpus, replicas int, family string) node {
 	return node{
 		name: name,
-		labels: e2eutil.GFDLabels(product+"-SHARED", memoryMiB, major, minor, gpus, family,
+		labels: gpuLabels(product+"-SHARED", memoryMiB, major, minor, gpus, family).Labels(
 			devices.LabelSharingStrategy, "time-slicing", devices.LabelGPUReplicas, strconv.Itoa(replicas)),
 		devices: map[v1.ResourceName]int64{resourceGPU: int64(gpus * replicas)},
 	}
+}
+
+// gpuLabels: GFD's description of gpus GPUs of product (single MIG strategy).
+func gpuLabels(product string, memoryMiB, major, minor, gpus int, family string) gfd.GPU {
+	return gfd.GPU{Product: product, MemoryMiB: memoryMiB, Compute: devices.Compute{Major: major, Minor: minor},
+		Count: gpus, Family: family, MIGStrategy: devices.MIGStrategySingle}
 }
 
 // wholeGPUs is a node of gpus whole GPUs of product.
 func wholeGPUs(name, product string, memoryMiB, major, minor, gpus int, family string) node {
 	return node{
 		name:    name,
-		labels:  e2eutil.GFDLabels(product, memoryMiB, major, minor, gpus, family),
+		labels:  gpuLabels(product, memoryMiB, major, minor, gpus, family).Labels(),
 		devices: map[v1.ResourceName]int64{resourceGPU: int64(gpus)},
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	resourcehelper "k8s.io/component-helpers/resource"
 
+	"github.com/devicefit/devicefit/internal/clustercheck"
 	"github.com/devicefit/devicefit/internal/e2eutil"
 	"github.com/devicefit/devicefit/pkg/devices"
 )
@@ -300,7 +301,7 @@ func findViolations(t *testing.T, w *podWatch, e expect) (*checked, []string, st
 	for i := range nodeList.Items {
 		nodes[nodeList.Items[i].Name] = &nodeList.Items[i]
 	}
-	dra, err := e2eutil.ReadDRA(ctx, cs)
+	dra, err := clustercheck.ReadDRA(ctx, cs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -412,7 +413,7 @@ func findViolations(t *testing.T, w *podWatch, e expect) (*checked, []string, st
 	}
 	var stale []string
 	err = wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
-		d, err := e2eutil.ReadDRA(ctx, cs)
+		d, err := clustercheck.ReadDRA(ctx, cs)
 		if err != nil {
 			return false, nil
 		}
@@ -550,7 +551,7 @@ func assignedNode(note string) string {
 //
 // Devices the node serves from ResourceSlices are judged by the devices the
 // pod's claims hold there.
-func misplaced(p *v1.Pod, n *v1.Node, set devices.ResourceSet, dra *e2eutil.DRA) string {
+func misplaced(p *v1.Pod, n *v1.Node, set devices.ResourceSet, dra *clustercheck.DRA) string {
 	for k, v := range p.Spec.NodeSelector {
 		if n.Labels[k] != v {
 			return fmt.Sprintf("nodeSelector %s=%s, node label %q", k, v, n.Labels[k])

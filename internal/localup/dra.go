@@ -1,4 +1,4 @@
-package main
+package localup
 
 import (
 	"context"
@@ -16,8 +16,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
+	"github.com/devicefit/devicefit/internal/clustercheck"
 	"github.com/devicefit/devicefit/internal/nvdra"
-	"github.com/devicefit/devicefit/pkg/cli"
 	"github.com/devicefit/devicefit/pkg/devices"
 	"github.com/devicefit/devicefit/pkg/dra"
 )
@@ -153,28 +153,15 @@ func withClaim(p *v1.Pod, c class) {
 }
 
 // draState is what the API server holds of DRA after the run, and the
-// scheduler's view of it (pkg/dra over the same objects).
-type draState struct {
-	slices  []*resourceapi.ResourceSlice
-	claims  []*resourceapi.ResourceClaim
-	objects *dra.Objects
-	view    *dra.View
-	tracker *dra.Tracker
-}
+// scheduler's view of it (clustercheck.DRA).
+type draState struct{ *clustercheck.DRA }
 
 func readDRA(ctx context.Context, cs kubernetes.Interface) (*draState, error) {
-	objects, err := cli.DRAObjects(ctx, cs)
+	d, err := clustercheck.ReadDRA(ctx, cs)
 	if err != nil {
 		return nil, err
 	}
-	if objects == nil {
-		objects = &dra.Objects{}
-	}
-	s := &draState{objects: objects, tracker: dra.NewTracker(), slices: objects.Slices, claims: objects.Claims}
-	if s.view, err = s.tracker.View(ctx, s.objects); err != nil {
-		return nil, err
-	}
-	return s, nil
+	return &draState{d}, nil
 }
 
 // nodeProduct is the product a DRA node's GPUs publish (its whole GPUs',
@@ -201,21 +188,7 @@ func (s *draState) entries(node string) []dra.Entry {
 	if s == nil {
 		return nil
 	}
-	return s.view.Entries(node)
-}
-
-// podProducts returns the products of the devices the pod's claims hold,
-// or nil when it holds none from slices.
-func (s *draState) podProducts(p *v1.Pod) ([]string, error) {
-	placed, err := s.tracker.PodPlacements(s.objects, p)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, pl := range placed {
-		out = append(out, pl.Product)
-	}
-	return out, nil
+	return s.View.Entries(node)
 }
 
 // printDRA shows every DRA node: per DeviceClass and product the devices,
@@ -229,13 +202,13 @@ func printDRA(out io.Writer, s *draState, pods []v1.Pod) {
 	fmt.Fprintln(out, "\nDRA devices per node (ResourceSlices; resource = the DeviceClass's extended resource name):")
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tCLASS\tRESOURCE\tPRODUCT\tDEVICES\tHELD\tFREE\tPODS")
-	nodes := make([]string, 0, len(s.view.Nodes()))
-	for n := range s.view.Nodes() {
+	nodes := make([]string, 0, len(s.View.Nodes()))
+	for n := range s.View.Nodes() {
 		nodes = append(nodes, n)
 	}
 	sort.Strings(nodes)
 	for _, n := range nodes {
-		for i, e := range s.view.Entries(n) {
+		for i, e := range s.View.Entries(n) {
 			name, pods := n, fmt.Sprint(perNode[n])
 			if i > 0 {
 				name, pods = "", ""
@@ -250,7 +223,7 @@ func printDRA(out io.Writer, s *draState, pods []v1.Pod) {
 // no shared counter over its value (devices.DRAAllocationProblems), and
 // every pod that got devices from slices got the products its class admits.
 func checkDRA(s *draState, pods []v1.Pod, classes []class) []string {
-	problems, _ := devices.DRAAllocationProblems(s.slices, s.claims)
+	problems, _ := devices.DRAAllocationProblems(s.Slices, s.Claims)
 	byName := map[string]class{}
 	for _, c := range classes {
 		byName[c.name] = c
@@ -261,7 +234,7 @@ func checkDRA(s *draState, pods []v1.Pod, classes []class) []string {
 		if p.Spec.NodeName == "" || c.allowed == nil {
 			continue
 		}
-		products, err := s.podProducts(p)
+		products, err := s.PodProducts(p)
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("%s: %v", p.Name, err))
 			continue

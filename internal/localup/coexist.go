@@ -1,4 +1,4 @@
-package main
+package localup
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/devicefit/devicefit/internal/clustercheck"
 	"github.com/devicefit/devicefit/pkg/cli"
 	"github.com/devicefit/devicefit/pkg/devices"
 	"github.com/devicefit/devicefit/pkg/routing"
@@ -72,23 +74,6 @@ func installRouting(ctx context.Context, cs kubernetes.Interface, config string)
 	})
 }
 
-// placedBy maps each pod of the namespace to the scheduler that bound it:
-// the reporting controller of its Scheduled event (a scheduler reports as
-// its profile's schedulerName).
-func placedBy(ctx context.Context, cs kubernetes.Interface) (map[string]string, error) {
-	evs, err := cs.EventsV1().Events(namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing events: %w", err)
-	}
-	out := map[string]string{}
-	for _, e := range evs.Items {
-		if e.Reason == "Scheduled" {
-			out[e.Regarding.Name] = e.ReportingController
-		}
-	}
-	return out, nil
-}
-
 // printSchedulers writes which scheduler placed how many pods, and returns
 // the problems: a device pod not named for devicefit, or bound by another
 // scheduler; a CPU pod routed.
@@ -145,3 +130,14 @@ func isDevicePod(p *v1.Pod) bool { return devices.AsksForDevices(p, defaultDevic
 // defaultDevices are DeviceFit's default device resources, which the local
 // run's configuration keeps (valid: TestDefaultResourcePatterns).
 var defaultDevices, _ = devices.NewResourceSet(devices.DefaultResourcePatterns())
+
+// checkOvercommit: no node's allocatable is over-committed by the pods the
+// two schedulers bound (clustercheck.Overcommitted), one line per resource.
+func checkOvercommit(nodes []v1.Node, pods []v1.Pod, s *draState) []string {
+	over := clustercheck.Overcommitted(nodes, pods, s.DRA)
+	var problems []string
+	for _, res := range slices.Sorted(maps.Keys(over)) {
+		problems = append(problems, fmt.Sprintf("%s over-committed on %s", res, strings.Join(over[res], ", ")))
+	}
+	return problems
+}

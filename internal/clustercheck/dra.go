@@ -1,4 +1,9 @@
-package e2eutil
+// Package clustercheck reads what the API server holds after a run and
+// checks it independently of the scheduler's caches: which scheduler bound
+// each pod, whether any node's resources are over-committed, and which
+// devices DRA claims hold. The local run's report and the end-to-end tests
+// use it alike.
+package clustercheck
 
 import (
 	"context"
@@ -6,46 +11,45 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/dynamic-resource-allocation/resourceclaim"
 	"k8s.io/utils/ptr"
 
+	"github.com/devicefit/devicefit/pkg/cli"
 	"github.com/devicefit/devicefit/pkg/devices"
+	"github.com/devicefit/devicefit/pkg/dra"
 )
 
-// DRA is what the API server holds of DRA at one instant, for the
-// end-of-test checks: the slices' devices and the claims.
+// DRA is what the API server holds of DRA at one instant: the slices'
+// devices, the classes and the claims, and pkg/dra's view of them (the
+// scheduler's reading of the same objects, for reports).
 type DRA struct {
 	Slices []*resourceapi.ResourceSlice
 	Claims []*resourceapi.ResourceClaim
 	// Inventory is nil when no slice exists.
 	Inventory *devices.DRAInventory
-	byID      map[[3]string]*devices.DRADevice
+	// View is pkg/dra's view of the objects: devices per node, class and
+	// product.
+	View    *dra.View
+	objects *dra.Objects
+	tracker *dra.Tracker
+	byID    map[[3]string]*devices.DRADevice
 }
 
-// ReadDRA lists the slices and claims (nothing when the API server does not
-// serve resource.k8s.io/v1).
+// ReadDRA lists the slices, classes and claims (none when the API server
+// does not serve resource.k8s.io/v1).
 func ReadDRA(ctx context.Context, cs kubernetes.Interface) (*DRA, error) {
-	d := &DRA{}
-	sl, err := cs.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
-	if apierrors.IsNotFound(err) {
-		return d, nil
-	}
+	objects, err := cli.DRAObjects(ctx, cs)
 	if err != nil {
-		return nil, fmt.Errorf("listing ResourceSlices: %w", err)
+		return nil, err
 	}
-	claims, err := cs.ResourceV1().ResourceClaims(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing ResourceClaims: %w", err)
+	if objects == nil {
+		objects = &dra.Objects{}
 	}
-	for i := range sl.Items {
-		d.Slices = append(d.Slices, &sl.Items[i])
-	}
-	for i := range claims.Items {
-		d.Claims = append(d.Claims, &claims.Items[i])
+	d := &DRA{Slices: objects.Slices, Claims: objects.Claims, objects: objects, tracker: dra.NewTracker()}
+	if d.View, err = d.tracker.View(ctx, objects); err != nil {
+		return nil, fmt.Errorf("reading the DRA objects: %w", err)
 	}
 	if len(d.Slices) > 0 {
 		d.Inventory = devices.NewDRAInventory(d.Slices)
@@ -74,6 +78,20 @@ func (d *DRA) FromSlices(node *v1.Node, r v1.ResourceName) bool {
 	}
 	_, ok := node.Status.Allocatable[r]
 	return !ok
+}
+
+// PodProducts returns the products of the devices the pod's claims hold,
+// as the scheduler reads them (pkg/dra), or nil when it holds none.
+func (d *DRA) PodProducts(p *v1.Pod) ([]string, error) {
+	placed, err := d.tracker.PodPlacements(d.objects, p)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, pl := range placed {
+		out = append(out, pl.Product)
+	}
+	return out, nil
 }
 
 // PodDevices returns the devices the pod's allocated claims hold: its own

@@ -1,4 +1,4 @@
-package main
+package localup
 
 import (
 	"context"
@@ -49,7 +49,7 @@ func cliqueFleet() []pool {
 	for c := range cliques {
 		pools = append(pools, pool{
 			name: fmt.Sprintf("clique-%d", c), nodes: traysPerClique, cpu: "144", memory: "960Gi",
-			labels: with(gpuLabels("NVIDIA-GB200", 189471, 10, 0, gpusPerTray, "blackwell", "GB200-NVL72"),
+			labels: gpuLabels("NVIDIA-GB200", 189471, 10, 0, gpusPerTray, "blackwell", "GB200-NVL72",
 				cliqueLabel, fmt.Sprintf("%s.%d", cliqueFabric, c)),
 			devices: v1.ResourceList{resourceGPU: resource.MustParse(fmt.Sprint(gpusPerTray))},
 		})
@@ -262,13 +262,13 @@ func gangReport(out io.Writer, nodes []v1.Node, pods []v1.Pod, jobs []job) []str
 // runWorkload is localup --workload: the control plane and the scheduler
 // with the Workload API and topology-aware placement on, the clique fleet,
 // the seeded mix of gangs and single pods, the report per clique.
-func runWorkload(ctx context.Context, o options, dir string, procs *[]*controlplane.Process) error {
+func runWorkload(ctx context.Context, o Options, dir string, procs *[]*controlplane.Process) error {
 	binDir, config, err := o.absPaths()
 	if err != nil {
 		return err
 	}
 	t := time.Now()
-	cp, err := controlplane.Start(ctx, controlplane.Options{BinDir: binDir, Dir: dir, UserAgent: "devicefit-localup", Grace: o.grace,
+	cp, err := controlplane.Start(ctx, controlplane.Options{BinDir: binDir, Dir: dir, UserAgent: "devicefit-localup", Grace: o.Grace,
 		APIServerArgs: []string{workloadGates, workloadAPI}})
 	if err != nil {
 		return err
@@ -292,14 +292,14 @@ func runWorkload(ctx context.Context, o options, dir string, procs *[]*controlpl
 	fmt.Printf("devicefit-scheduler ready in %.1fs (%s); %d nodes registered: %d NVLink cliques of %d trays x %d GPUs\n",
 		time.Since(t).Seconds(), workloadGates, nodes, cliques, traysPerClique, gpusPerTray)
 
-	jobs := gangJobs(o.seed)
+	jobs := gangJobs(o.Seed)
 	n, err := submitJobs(ctx, cp.Client, jobs)
 	if err != nil {
 		return err
 	}
 	fmt.Printf("Submitted %d jobs, %d pods (seed %d): gangs of 2-16 whole trays in one clique (Workload + PodGroup, topology key %s) and single pods of 1-4 GPUs:\n",
-		len(jobs), n, o.seed, cliqueLabel)
-	settled, err := waitSettled(ctx, os.Stdout, cp.Client, n, o.timeout, sched.Process)
+		len(jobs), n, o.Seed, cliqueLabel)
+	settled, err := waitSettled(ctx, os.Stdout, cp.Client, n, o.Timeout, sched.Process)
 	if err != nil {
 		return err
 	}
@@ -311,9 +311,9 @@ func runWorkload(ctx context.Context, o options, dir string, procs *[]*controlpl
 		return fmt.Errorf("the placement breaks the gang rules:\n  %s", strings.Join(problems, "\n  "))
 	}
 	fmt.Println("\nChecks passed: every gang is bound whole in one clique or not at all; no node has more GPUs bound than allocatable.")
-	if o.keep {
+	if o.Keep {
 		fmt.Printf("\nThe cluster stays up until Ctrl-C:\n  export KUBECONFIG=%s\n  %s get pods,podgroups -n %s -o wide\n",
-			cp.AdminKubeconfig, filepath.Join(o.binDir, "kubectl"), namespace)
+			cp.AdminKubeconfig, filepath.Join(o.BinDir, "kubectl"), namespace)
 		select {
 		case <-ctx.Done():
 		case <-firstExit(*procs):

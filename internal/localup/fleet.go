@@ -1,9 +1,8 @@
-package main
+package localup
 
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -11,6 +10,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/devicefit/devicefit/internal/controlplane"
+	"github.com/devicefit/devicefit/internal/gfd"
+	"github.com/devicefit/devicefit/pkg/devices"
 )
 
 // Product label values as NVIDIA GPU Feature Discovery writes them.
@@ -37,35 +38,11 @@ type pool struct {
 	devices v1.ResourceList
 }
 
-// gpuLabels are the GFD labels common to every NVIDIA pool.
-func gpuLabels(product string, memoryMiB, major, minor, count int, family, machine string) map[string]string {
-	return map[string]string{
-		"nvidia.com/gpu.present":       "true",
-		labelGPUProduct:                product,
-		"nvidia.com/gpu.memory":        strconv.Itoa(memoryMiB),
-		"nvidia.com/gpu.family":        family,
-		"nvidia.com/gpu.compute.major": strconv.Itoa(major),
-		"nvidia.com/gpu.compute.minor": strconv.Itoa(minor),
-		"nvidia.com/gpu.count":         strconv.Itoa(count),
-		"nvidia.com/gpu.machine":       machine,
-		"nvidia.com/cuda.driver.major": "580",
-	}
-}
-
-// migProfile adds the mixed-strategy labels of one MIG profile.
-func migProfile(labels map[string]string, profile, parent string, count, memoryMiB int) {
-	prefix := "nvidia.com/mig-" + profile
-	labels[prefix+".count"] = strconv.Itoa(count)
-	labels[prefix+".memory"] = strconv.Itoa(memoryMiB)
-	labels[prefix+".product"] = parent + "-MIG-" + profile
-	labels[prefix+".replicas"] = "1"
-}
-
-func with(labels map[string]string, kv ...string) map[string]string {
-	for i := 0; i+1 < len(kv); i += 2 {
-		labels[kv[i]] = kv[i+1]
-	}
-	return labels
+// gpuLabels are the GFD labels of a node of count GPUs of product, as the
+// fleet's GFD (driver 580) writes them, then kv.
+func gpuLabels(product string, memoryMiB, major, minor, count int, family, machine string, kv ...string) map[string]string {
+	return gfd.GPU{Product: product, MemoryMiB: memoryMiB, Compute: devices.Compute{Major: major, Minor: minor},
+		Count: count, Family: family, Machine: machine, DriverMajor: 580}.Labels(kv...)
 }
 
 // fleet is the simulated cluster: three NVIDIA products under three device
@@ -74,18 +51,18 @@ func with(labels map[string]string, kv ...string) map[string]string {
 func fleet() []pool {
 	// DGX A100 80GB, every GPU partitioned "all-balanced":
 	// 2x 1g.10gb + 1x 2g.20gb + 1x 3g.40gb per GPU.
-	a100MIG := with(gpuLabels(productA100x80, 81920, 8, 0, 8, "ampere", "DGXA100-80GB"),
+	a100MIG := gpuLabels(productA100x80, 81920, 8, 0, 8, "ampere", "DGXA100-80GB",
 		labelMIGStrategy, "mixed", "nvidia.com/mig.capable", "true")
-	migProfile(a100MIG, "1g.10gb", productA100x80, 16, 9728)
-	migProfile(a100MIG, "2g.20gb", productA100x80, 8, 19968)
-	migProfile(a100MIG, "3g.40gb", productA100x80, 8, 40192)
+	gfd.AddMIGProfile(a100MIG, "1g.10gb", productA100x80, 16, 9728)
+	gfd.AddMIGProfile(a100MIG, "2g.20gb", productA100x80, 8, 19968)
+	gfd.AddMIGProfile(a100MIG, "3g.40gb", productA100x80, 8, 40192)
 
 	return []pool{
 		{
 			name: "h100", nodes: 4, cpu: "224", memory: "2Ti",
 			// MIG-capable but not partitioned: the GPU operator's default
 			// "single" strategy with MIG off exposes whole GPUs.
-			labels: with(gpuLabels(productH100, 81559, 9, 0, 8, "hopper", "DGXH100"),
+			labels: gpuLabels(productH100, 81559, 9, 0, 8, "hopper", "DGXH100",
 				labelMIGStrategy, "single", "nvidia.com/mig.capable", "true"),
 			devices: v1.ResourceList{resourceGPU: resource.MustParse("8")},
 		},
@@ -100,7 +77,7 @@ func fleet() []pool {
 		},
 		{
 			name: "a100-40", nodes: 2, cpu: "256", memory: "1Ti",
-			labels: with(gpuLabels(productA100x40, 40960, 8, 0, 8, "ampere", "DGXA100"),
+			labels: gpuLabels(productA100x40, 40960, 8, 0, 8, "ampere", "DGXA100",
 				labelMIGStrategy, "single", "nvidia.com/mig.capable", "true"),
 			devices: v1.ResourceList{resourceGPU: resource.MustParse("8")},
 		},
@@ -108,7 +85,7 @@ func fleet() []pool {
 			// 4 L4 per node, each time-sliced into 4 replicas: the device
 			// plugin advertises 16 nvidia.com/gpu and GFD renames the product.
 			name: "l4-shared", nodes: 4, cpu: "48", memory: "192Gi",
-			labels: with(gpuLabels(productL4Shared, 23034, 8, 9, 4, "ada-lovelace", "g2-standard-48"),
+			labels: gpuLabels(productL4Shared, 23034, 8, 9, 4, "ada-lovelace", "g2-standard-48",
 				"nvidia.com/gpu.sharing-strategy", "time-slicing",
 				"nvidia.com/gpu.replicas", "4",
 				"nvidia.com/mig.capable", "false"),
