@@ -28,6 +28,21 @@ const maxClasses = 256
 // rescaleAt keeps the growing observation weights (2^(n/halfLife)) finite.
 const rescaleAt = 1 << 50
 
+// maxTracked bounds the classes an Observed workload remembers: a scheduler
+// runs for months and sees ever new pod shapes, each a class. Past it,
+// prune drops the classes that no longer count, then the lightest, down to
+// keepTracked. Classes ranked below maxClasses are not in any snapshot, so
+// dropping those ranked below keepTracked changes no placement.
+const (
+	maxTracked  = 4 * maxClasses
+	keepTracked = 2 * maxClasses
+)
+
+// significantHalfLives: a class whose weight is below 2^-20 of the next
+// observation's (last seen more than 20 half-lives ago, 40000 pods at the
+// default half-life) weighs less than a millionth of one new pod.
+const significantHalfLives = 20
+
 // classKey identifies a class of device jobs. CPU and memory are rounded up
 // to six significant bits (roundUp6, at most 1/32 over), so a trace with
 // thousands of distinct requests still has few classes (the heaviest
@@ -155,6 +170,9 @@ func (w *workload) observe(uid string, demand devices.Demand, shares *claimShare
 		key.capacity = capacity.Key()
 	}
 	w.add(key, sel, capacity, w.scale)
+	if len(w.classes) > maxTracked {
+		w.prune()
+	}
 	w.n++
 	w.scale = math.Exp2(w.n / w.halfLife)
 	if w.scale > rescaleAt {
@@ -163,6 +181,41 @@ func (w *workload) observe(uid string, demand devices.Demand, shares *claimShare
 		}
 		w.n, w.scale = 0, 1
 	}
+}
+
+// prune drops the classes below significance, then, if more than
+// keepTracked are left, the lightest of them (ties by key, so the kept set
+// is deterministic).
+func (w *workload) prune() {
+	floor := w.scale * math.Exp2(-significantHalfLives)
+	for k, e := range w.classes {
+		if e.weight < floor {
+			delete(w.classes, k)
+		}
+	}
+	if len(w.classes) <= keepTracked {
+		return
+	}
+	keys := w.heaviest()
+	for _, k := range keys[keepTracked:] {
+		delete(w.classes, k)
+	}
+}
+
+// heaviest returns the classes' keys, heaviest first; ties by key.
+func (w *workload) heaviest() []classKey {
+	keys := make([]classKey, 0, len(w.classes))
+	for k := range w.classes {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := w.classes[keys[i]], w.classes[keys[j]]
+		if a.weight != b.weight {
+			return a.weight > b.weight
+		}
+		return lessKey(keys[i], keys[j])
+	})
+	return keys
 }
 
 // classOf is a device pod's class: its largest device request (a pod
@@ -186,18 +239,7 @@ func (w *workload) snapshot() (*devices.Workload, error) {
 	if !w.changed {
 		return w.cached, nil
 	}
-	keys := make([]classKey, 0, len(w.classes))
-	for k := range w.classes {
-		keys = append(keys, k)
-	}
-	// Heaviest first; ties by key so the kept set is deterministic.
-	sort.Slice(keys, func(i, j int) bool {
-		a, b := w.classes[keys[i]], w.classes[keys[j]]
-		if a.weight != b.weight {
-			return a.weight > b.weight
-		}
-		return lessKey(keys[i], keys[j])
-	})
+	keys := w.heaviest()
 	if len(keys) > maxClasses {
 		keys = keys[:maxClasses]
 	}

@@ -204,3 +204,40 @@ func TestSnapshotKeepsRareJobTypes(t *testing.T) {
 		t.Errorf("%d of the 8 classes of 2-GPU jobs kept among %d classes", twoGPU, len(wl.Classes()))
 	}
 }
+
+// TestObservedClassesStayBounded: a scheduler that runs for months sees ever
+// new pod shapes. 20000 device pods of 5000 shapes (device counts: each a
+// class) and one shape seen all along, every other pod: the class map
+// never holds more than maxTracked, the shape seen all along stays, and
+// the snapshot still holds maxClasses classes.
+func TestObservedClassesStayBounded(t *testing.T) {
+	w, err := newWorkload(config.WorkloadSpec{Mode: config.WorkloadObserved, HalfLifePods: 2000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	most := 0
+	for i := range 20000 {
+		count := int64(2 + i%5000)
+		if i%2 == 0 {
+			count = 1 // the shape seen all along
+		}
+		w.observe(fmt.Sprint(i), devices.Demand{{Name: gpu, Count: count}}, nil, 7000, 0, "", devices.Selector{})
+		most = max(most, len(w.classes))
+	}
+	if most > maxTracked {
+		t.Errorf("the class map held %d classes, want at most %d", most, maxTracked)
+	}
+	if most <= keepTracked {
+		t.Fatalf("the class map held at most %d classes: the test never made it prune", most)
+	}
+	if _, ok := w.classes[classOf(devices.Demand{{Name: gpu, Count: 1}}, 7000, 0, "")]; !ok {
+		t.Error("the shape seen all along was pruned")
+	}
+	wl, err := w.snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(wl.Classes()); n != maxClasses {
+		t.Errorf("snapshot has %d classes, want %d", n, maxClasses)
+	}
+}
