@@ -28,7 +28,7 @@
 //
 //	F(node) = Σ_class weight(class) · (free devices if the class cannot run there, else 0)
 //
-// DRA devices (drainventory.go, drafragmentation.go) are laid out in the
+// DRA devices (drainventory.go, drausage.go, drafragmentation.go) are laid out in the
 // upstream allocator's first-fit order and measured in hardware units: a GPU
 // and its MIG partitions are one piece of hardware. Shared devices
 // (consumable capacity, KEP-5075, drashares.go) follow FGD's definition on
