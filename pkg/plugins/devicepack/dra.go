@@ -294,6 +294,8 @@ func (pl *DevicePack) scoreDRA(s *preScoreState, dn *draNode, t *terms) {
 			continue
 		}
 		t.hasDevices = true
+		t.full += e.usedAfter
+		t.fullOf++
 		if e.take == 0 {
 			continue
 		}

@@ -95,6 +95,20 @@ func TestScoreDRA(t *testing.T) {
 		}
 	})
 
+	t.Run("device-free pods: the CPU beside taken DRA devices first", func(t *testing.T) {
+		m := &dra.Objects{
+			Slices:  []*resourceapi.ResourceSlice{eight("half"), eight("fresh")},
+			Classes: []*resourceapi.DeviceClass{gpuClassObj},
+			Claims:  []*resourceapi.ResourceClaim{nvdra.Allocated("ns", "running", half...)},
+		}
+		args := staticArgs(t, gpuClass(1, 1))
+		args.BestFitWeight = 1
+		got := draScores(t, args, m, claimPod("cpu"), "half", "fresh")
+		if got["half"] <= got["fresh"] {
+			t.Errorf("want half > fresh, got %v", got)
+		}
+	})
+
 	t.Run("partitions: a MIG slice goes to the GPU already cut", func(t *testing.T) {
 		slices := append(nvdra.Partitionable("cut", 1, 4, "NVIDIA A100-SXM4-40GB", "1g.10gb", "40Gi", "10Gi"),
 			nvdra.Partitionable("whole", 1, 4, "NVIDIA A100-SXM4-40GB", "1g.10gb", "40Gi", "10Gi")...)

@@ -44,6 +44,10 @@ type preScoreState struct {
 type terms struct {
 	frag, fit, value, scarcity int64
 	hasDevices                 bool
+	// full sums how full (in thousandths) each of the node's device
+	// resources (DRA: class and product) is, over fullOf of them: the best
+	// fit of a device-free pod.
+	full, fullOf int64
 }
 
 // kindInfo is what scoring needs of one kind of device, computed once per
@@ -380,6 +384,15 @@ func (pl *DevicePack) value(d devices.Device) int64 {
 //     pod groups with a topology key were placed, -(expected devices of the
 //     node's domain those groups could no longer use: nodeLoss);
 //   - best fit: how full the requested devices are after the placement;
+//     for a device-free pod, how full the node's devices are (fullness):
+//     the CPU and memory beside devices already taken is the room device
+//     pods can no longer use, so device-free pods spend it first, and leave
+//     the CPU beside free devices to the device pods that need it. Without
+//     it, device-free pods see only the fragmentation term, which is zero
+//     on most nodes (the devices stay usable as long as enough CPU is
+//     left); ties then go to the order of the nodes and the pods eat into
+//     the CPU of empty nodes (the default Alibaba trace with every GPU pod
+//     fractional: 3 points of allocation, docs/placement.md);
 //   - product value: 1000 - value/maxValue·1000 for the devices taken;
 //   - device-node penalty for device-free pods (deviceNodePenalty: a
 //     preference, where DeviceFit's deviceNodePolicy Require is a filter).
@@ -419,6 +432,8 @@ func (pl *DevicePack) score(s *preScoreState, nodeInfo fwk.NodeInfo) int64 {
 			k = &s.kinds[d.Kind]
 		}
 		used := req.GetScalarResources()[d.Resource]
+		t.full += used * 1000 / a
+		t.fullOf++
 		take := s.demand.Count(d.Resource)
 		accept := s.acceptance(k, d)
 		if accept != nil {
@@ -446,6 +461,9 @@ func (pl *DevicePack) score(s *preScoreState, nodeInfo fwk.NodeInfo) int64 {
 	}
 	if s.domains != nil {
 		t.frag -= int64(math.Round(s.domains.nodeLoss(nodeInfo.Node().Name, s.demand) * 1000))
+	}
+	if !s.devicePod && t.fullOf > 0 {
+		t.fit = t.full / t.fullOf
 	}
 	score := pl.weights.fragmentation*t.frag + pl.weights.bestFit*t.fit + pl.weights.productValue*t.value + pl.weights.scarcity*t.scarcity
 	if t.hasDevices && !s.devicePod {

@@ -142,6 +142,41 @@ func TestScore(t *testing.T) {
 			want:  map[string]int64{"gpu": 0, "cpu": 100},
 		},
 		{
+			// Fragmentation is 0 on every node (the workload needs no CPU),
+			// so best fit decides: for a device-free pod, how full the
+			// node's devices are (8/8, 4/8, 0/8 → 1000, 500, 0). The CPU
+			// node still wins through the device-node penalty (10·1000).
+			name: "device-free pods spend the CPU beside taken devices first",
+			args: func(t *testing.T) *config.DevicePackArgs {
+				a := staticArgs(t, gpuClass(1, 1))
+				a.BestFitWeight = 1
+				return a
+			},
+			pod: st.MakePod().Name("cpu").UID("cpu").Res(map[v1.ResourceName]string{v1.ResourceCPU: "1"}).Obj(),
+			nodes: []fwk.NodeInfo{
+				gpuNodeInfo("full", "NVIDIA-L4", "23034", "8", "8"),
+				gpuNodeInfo("half", "NVIDIA-L4", "23034", "8", "4"),
+				gpuNodeInfo("empty", "NVIDIA-L4", "23034", "8", "0"),
+			},
+			want: map[string]int64{"full": 100, "half": 50, "empty": 0},
+		},
+		{
+			name: "the device-node penalty outweighs fullness",
+			args: func(t *testing.T) *config.DevicePackArgs {
+				a := staticArgs(t, gpuClass(1, 1))
+				a.BestFitWeight, a.DeviceNodePenalty = 1, 10
+				return a
+			},
+			pod: st.MakePod().Name("cpu").UID("cpu").Res(map[v1.ResourceName]string{v1.ResourceCPU: "1"}).Obj(),
+			nodes: []fwk.NodeInfo{
+				gpuNodeInfo("full", "NVIDIA-L4", "23034", "8", "8"),
+				gpuNodeInfo("empty", "NVIDIA-L4", "23034", "8", "0"),
+				cpuNodeInfo("cpu"),
+			},
+			// raw: full -10000+1000, empty -10000, cpu 0.
+			want: map[string]int64{"full": 10, "empty": 0, "cpu": 100},
+		},
+		{
 			// A CPU pod that would leave a GPU node too little CPU for the
 			// workload's jobs (40 cores each) strands its GPUs: 8 GPUs · 1.
 			name: "a cpu pod strands gpus by taking their cpu",

@@ -68,7 +68,9 @@ type DevicePackArgs struct {
 	// +optional
 	FragmentationWeight *int64 `json:"fragmentationWeight,omitempty"`
 	// BestFitWeight (0..100, default 1) weighs how full the node's devices
-	// are after the placement, in thousandths. At 1 it only breaks near
+	// are after the placement, in thousandths (for a pod without devices,
+	// how full they are already: its CPU goes beside taken devices first,
+	// docs/placement.md). At 1 it only breaks near
 	// ties of fragmentation (a node going from empty to full is worth 0.01
 	// stranded device at fragmentationWeight 100); at 10 it outweighed
 	// real differences in stranded GPU shares (docs/placement.md).
