@@ -1,0 +1,53 @@
+package devicepack
+
+import (
+	"context"
+
+	v1 "k8s.io/api/core/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/devicefit/devicefit/pkg/devices"
+)
+
+// PreFilter records the pod in the observed workload, once per pod. It never
+// rejects and returns Skip: DevicePack has no Filter.
+//
+// A pod with ResourceClaims is observed by what its unallocated claims
+// request (per class Resource): claim pods are jobs of the workload as much
+// as pods asking for nvidia.com/gpu.
+func (pl *DevicePack) PreFilter(ctx context.Context, cycleState fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	if !pl.workload.observed {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	demand, err := devices.PodDemand(pod, pl.resources)
+	if err != nil {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	var shares *claimShares
+	if len(pod.Spec.ResourceClaims) > 0 {
+		if view, err := pl.draView(ctx, cycleState); err == nil {
+			demand, shares = draDemand(view, pod, demand)
+		}
+	}
+	if len(demand) == 0 {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	sel, err := devices.ParseSelector(pod.Annotations)
+	if err != nil {
+		// DeviceFit rejects the pod; a malformed class is no evidence.
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	cpu, mem := requests(pod)
+	pl.workload.observe(string(pod.UID), demand, shares, cpu, mem, selectorKey(pod.Annotations), sel)
+	return nil, fwk.NewStatus(fwk.Skip)
+}
+
+// PreFilterExtensions returns nil: DevicePack keeps no per-node filter state.
+func (pl *DevicePack) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+func requests(pod *v1.Pod) (milliCPU, memoryBytes int64) {
+	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	cpu, mem := reqs[v1.ResourceCPU], reqs[v1.ResourceMemory]
+	return cpu.MilliValue(), mem.Value()
+}
