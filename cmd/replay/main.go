@@ -67,6 +67,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		jsonFile    = fs.String("json", "", "write the result as JSON to this file")
 		svgFile     = fs.String("svg", "", "write allocated vs arrived as an SVG chart to this file")
 		failedFile  = fs.String("failed-pods", "", "write every failed pod (policy, position, request, rejecting plugins) as CSV to this file")
+		placeFile   = fs.String("placements", "", "write the node each policy bound each pod to (index,<policy>...) as CSV to this file")
 		title       = fs.String("title", "", "chart title (default: the pod file and flags)")
 		timing      = fs.Bool("timing", false, "add wall_seconds per policy to the JSON (which then differs between runs)")
 		allNodes    = fs.Bool("all-nodes", false, "score every feasible node, ignoring the profiles' percentageOfNodesToScore")
@@ -191,6 +192,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if *failedFile != "" {
 		if err := writeFile(*failedFile, func(w io.Writer) error { return replay.WriteFailures(w, res) }); err != nil {
+			return fail(err)
+		}
+	}
+	if *placeFile != "" {
+		if err := writeFile(*placeFile, func(w io.Writer) error { return replay.WritePlacements(w, res) }); err != nil {
 			return fail(err)
 		}
 	}

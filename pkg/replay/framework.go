@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	v1 "k8s.io/api/core/v1"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
@@ -87,6 +88,7 @@ func newFramework(ctx context.Context, pol Policy, registry frameworkruntime.Reg
 		frameworkruntime.WithWaitingPods(frameworkruntime.NewWaitingPodsMap()),
 		frameworkruntime.WithPodsInPreBind(frameworkruntime.NewPodsInPreBindMap()),
 		frameworkruntime.WithParallelism(par),
+		frameworkruntime.WithPodNominator(noNominations{}),
 	)
 	if err != nil {
 		return nil, nil, fmt.Errorf("policy %s: %w", pol.Name, err)
@@ -102,3 +104,13 @@ func newFramework(ctx context.Context, pol Policy, registry frameworkruntime.Reg
 	}
 	return fw, claims, nil
 }
+
+// noNominations is the replay's PodNominator: it never preempts, so no pod
+// is ever nominated to a node (upstream's queue keeps them in a cluster;
+// plugins read them through the framework, which must have one).
+type noNominations struct{}
+
+func (noNominations) AddNominatedPod(klog.Logger, fwk.PodInfo, *fwk.NominatingInfo) {}
+func (noNominations) DeleteNominatedPodIfExists(*v1.Pod)                            {}
+func (noNominations) UpdateNominatedPod(klog.Logger, *v1.Pod, fwk.PodInfo)          {}
+func (noNominations) NominatedPodsForNode(string) []fwk.PodInfo                     { return nil }

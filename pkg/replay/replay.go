@@ -270,3 +270,34 @@ func WriteFailures(w io.Writer, res *Result) error {
 	cw.Flush()
 	return cw.Error()
 }
+
+// WritePlacements writes, per arrival, the node each policy bound it to as
+// CSV: index,<policy>... ("" where the pod failed). Two policies place
+// alike when their columns are equal.
+func WritePlacements(w io.Writer, res *Result) error {
+	cw := csv.NewWriter(w)
+	header := []string{"index"}
+	n := 0
+	for _, p := range res.Policies {
+		header = append(header, p.Name)
+		n = max(n, len(p.Placements))
+	}
+	if err := cw.Write(header); err != nil {
+		return err
+	}
+	rec := make([]string, len(header))
+	for i := range n {
+		rec[0] = strconv.Itoa(i)
+		for j, p := range res.Policies {
+			rec[j+1] = ""
+			if i < len(p.Placements) {
+				rec[j+1] = p.Placements[i]
+			}
+		}
+		if err := cw.Write(rec); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}

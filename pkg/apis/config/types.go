@@ -74,6 +74,10 @@ type DevicePackArgs struct {
 	// fits" term; the first matching pattern wins. Products that match
 	// none are valued by their per-device memory.
 	ProductValues []ProductValue
+
+	// Shortlist: PreFilter names only the nodes that can win when it can
+	// tell them exactly.
+	Shortlist bool
 }
 
 // WorkloadSpec describes the job distribution.

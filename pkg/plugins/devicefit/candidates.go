@@ -23,7 +23,7 @@ import (
 //
 // nil when no node qualifies, so that Filter and NodeResourcesFit explain
 // per node why the pod does not fit; when no node that qualifies is one the
-// pod's own node rules admit (ownRules), for the same reason; and when
+// pod's own node rules admit (shared.NodeRules), for the same reason; and when
 // nearly all qualify: the set and the framework's look-up of each name then
 // cost more than the filters saved. The names are kept in the state, so
 // that PostFilter can say why on the nodes left out when the pod fails on
@@ -36,7 +36,7 @@ func (pl *DeviceFit) candidates(logger klog.Logger, s *preFilterState, pod *v1.P
 	if n == 0 || n*10 > len(nodes)*9 {
 		return nil
 	}
-	if rules := newOwnRules(logger, pod, pl.taintComparisonOperators); !rules.anyAdmitted(nodes, admitted) {
+	if rules := shared.NewNodeRules(logger, pod, pl.taintComparisonOperators); !anyAdmitted(&rules, nodes, admitted) {
 		// The pod's node selector, affinity or tolerations admit none of
 		// the nodes named: the pod is unschedulable, and the list would
 		// hide why on exactly the nodes the user meant. All nodes, so
@@ -65,7 +65,7 @@ func (pl *DeviceFit) candidates(logger klog.Logger, s *preFilterState, pod *v1.P
 // offer is the largest allocatable of a requested resource on any node, and
 // on any node whose devices the selector accepts (checkOffers); own and
 // ownMatching are the same over the nodes the pod's own rules admit
-// (ownRules); fromSlices: some node serves it from ResourceSlices.
+// (shared.NodeRules); fromSlices: some node serves it from ResourceSlices.
 type offer struct {
 	largest, largestMatching int64
 	own, ownMatching         int64
@@ -102,7 +102,7 @@ func (o *offer) addMatching(a int64, own *nodeAdmit) {
 // nodeAdmit is the pod's own rules' verdict on one node, judged at most
 // once and only when asked.
 type nodeAdmit struct {
-	rules   *ownRules
+	rules   *shared.NodeRules
 	node    *v1.Node
 	verdict int8 // 0 unknown, 1 admitted, -1 not
 }
@@ -110,7 +110,7 @@ type nodeAdmit struct {
 func (n *nodeAdmit) ok() bool {
 	if n.verdict == 0 {
 		n.verdict = -1
-		if n.rules == nil || n.rules.admit(n.node) {
+		if n.rules == nil || n.rules.Admit(n.node) {
 			n.verdict = 1
 		}
 	}
@@ -120,7 +120,7 @@ func (n *nodeAdmit) ok() bool {
 // scan walks the nodes once: the offers of each request and, per node,
 // whether candidates admits it and, if not, why. rules are the pod's own
 // node rules (nil: every node counts as admitted).
-func (s *preFilterState) scan(pod *v1.Pod, nodes []fwk.NodeInfo, rules *ownRules) {
+func (s *preFilterState) scan(pod *v1.Pod, nodes []fwk.NodeInfo, rules *shared.NodeRules) {
 	p := newPreemptor(pod)
 	s.offers = make([]offer, len(s.demand))
 	s.found = make([]int, len(s.demand))

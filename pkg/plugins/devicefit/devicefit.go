@@ -54,7 +54,7 @@ type DeviceFit struct {
 	// ResourceSlices (KEP-5004), and such nodes show no allocatable for it.
 	draExtendedResources bool
 	// taintComparisonOperators: the gate TaintToleration reads, so that
-	// ownRules tolerates exactly as it does.
+	// shared.NodeRules tolerates exactly as it does.
 	taintComparisonOperators bool
 
 	// Counters bound once, so a rejection costs one atomic add and Filter

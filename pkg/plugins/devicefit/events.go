@@ -12,6 +12,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/util"
 
 	"github.com/devicefit/devicefit/pkg/devices"
+	"github.com/devicefit/devicefit/pkg/plugins/shared"
 )
 
 // deviceLabelDomains prefix the node labels DeviceFit reads (GFD and the
@@ -72,7 +73,7 @@ func (pl *DeviceFit) isSchedulableAfterNodeChange(logger klog.Logger, pod *v1.Po
 	// PreFilter's largest-node check counts only the nodes the pod's own
 	// rules admit (checkOffers): a node they come to admit (relabelled,
 	// untainted, uncordoned) may be the one big enough.
-	if rules := newOwnRules(logger, pod, pl.taintComparisonOperators); rules.admit(newNode) && !rules.admit(oldNode) {
+	if rules := shared.NewNodeRules(logger, pod, pl.taintComparisonOperators); rules.Admit(newNode) && !rules.Admit(oldNode) {
 		logger.V(5).Info("the pod's own node rules now admit the node", "pod", klog.KObj(pod), "node", klog.KObj(newNode))
 		return fwk.Queue, nil
 	}

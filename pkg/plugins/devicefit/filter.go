@@ -60,35 +60,63 @@ func (pl *DeviceFit) Filter(ctx context.Context, cycleState fwk.CycleState, pod 
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
+	r, m := s.reject(pl, nodeInfo)
+	if r == rejectNone {
+		return nil
+	}
+	if !s.quiet {
+		switch r {
+		case rejectDeviceNode:
+			pl.deviceNodeRejections.Inc()
+		case rejectAboveCapacity:
+			pl.capacityRejections.Inc()
+		default:
+			pl.mismatchRejections[m].Inc()
+		}
+	}
+	switch r {
+	case rejectDeviceNode:
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ReasonDeviceNode)
+	case rejectAboveCapacity:
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ReasonAllocatableAboveCapacity)
+	}
+	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, mismatchReasons[m])
+}
+
+// rejection is why Filter turns a node away (rejectNone: it does not).
+type rejection int8
+
+const (
+	rejectNone rejection = iota
+	rejectDeviceNode
+	rejectAboveCapacity
+	rejectMismatch
+)
+
+// reject is Filter's verdict on the node, counting nothing: Filter counts
+// it, DevicePack reads it (admits) to know which nodes its shortlist may
+// name.
+func (s *preFilterState) reject(pl *DeviceFit, nodeInfo fwk.NodeInfo) (rejection, devices.Mismatch) {
 	node := nodeInfo.Node()
 	// The cache holds the node as PreFilter saw it; a node object it has not
 	// seen (a Filter call outside the cycle's PreFilter) is read directly.
 	cached := s.cache.Lookup(node)
 	if s.deviceFree {
 		if cached != nil && cached.HasDevices() || cached == nil && pl.hasDevices(nodeInfo) || s.draDeviceNodes.Has(node.Name) {
-			if !s.quiet {
-				pl.deviceNodeRejections.Inc()
-			}
-			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ReasonDeviceNode)
+			return rejectDeviceNode, devices.Match
 		}
-		return nil
+		return rejectNone, devices.Match
 	}
 	for i := range s.demand {
 		m, aboveCapacity := s.judge(cached, nodeInfo, i)
 		if aboveCapacity {
-			if !s.quiet {
-				pl.capacityRejections.Inc()
-			}
-			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ReasonAllocatableAboveCapacity)
+			return rejectAboveCapacity, devices.Match
 		}
 		if m != devices.Match {
-			if !s.quiet {
-				pl.mismatchRejections[m].Inc()
-			}
-			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, mismatchReasons[m])
+			return rejectMismatch, m
 		}
 	}
-	return nil
+	return rejectNone, devices.Match
 }
 
 // judge returns the selector's verdict on the node's devices of demand[i]

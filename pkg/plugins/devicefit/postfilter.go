@@ -11,6 +11,8 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/devicefit/devicefit/pkg/plugins/shared"
 )
 
 // PostFilter gives the reasons the candidate list hid. For every node
@@ -18,7 +20,7 @@ import (
 // plugin(s) [DeviceFit]". When the pod then fails on the nodes it named
 // (another plugin turned them down: CPU, host ports, pod affinity, ...),
 // PostFilter runs the profile's Filter plugins on each node left out that
-// the pod's own node selector, affinity and tolerations admit (ownRules)
+// the pod's own node selector, affinity and tolerations admit (shared.NodeRules)
 // and records their verdict, so that the pod's PodScheduled message counts
 // those nodes under the reasons the scheduler would have given had it
 // filtered them. (When no named node is one the pod's rules admit,
@@ -74,7 +76,7 @@ func explicitNodes(statuses fwk.NodeToStatusReader) sets.Set[string] {
 // keeps it from counting rejections again: candidates counted them.
 func (pl *DeviceFit) filterHidden(ctx context.Context, cycleState fwk.CycleState, s *preFilterState, pod *v1.Pod, nodes []fwk.NodeInfo, judged sets.Set[string]) map[string]*fwk.Status {
 	logger := klog.FromContext(ctx)
-	rules := newOwnRules(logger, pod, pl.taintComparisonOperators)
+	rules := shared.NewNodeRules(logger, pod, pl.taintComparisonOperators)
 	quiet := *s
 	quiet.quiet = true
 	state := cycleState.Clone()
@@ -82,7 +84,7 @@ func (pl *DeviceFit) filterHidden(ctx context.Context, cycleState fwk.CycleState
 	out := map[string]*fwk.Status{}
 	for _, ni := range nodes {
 		node := ni.Node()
-		if node == nil || s.listed.Has(node.Name) || judged.Has(node.Name) || !rules.admit(node) {
+		if node == nil || s.listed.Has(node.Name) || judged.Has(node.Name) || !rules.Admit(node) {
 			continue
 		}
 		status := pl.handle.RunFilterPlugins(ctx, state, pod, ni)

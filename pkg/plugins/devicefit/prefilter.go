@@ -71,6 +71,10 @@ func (pl *DeviceFit) PreFilter(ctx context.Context, cycleState fwk.CycleState, p
 // the cycle state.
 func (pl *DeviceFit) writeState(cycleState fwk.CycleState, s *preFilterState) {
 	cycleState.Write(preFilterStateKey, s)
+	cycleState.Write(shared.VerdictKey, &shared.Verdict{Admits: func(ni fwk.NodeInfo) bool {
+		r, _ := s.reject(pl, ni)
+		return r == rejectNone
+	}})
 	if s.free != nil {
 		cycleState.Write(shared.Key, &shared.Nodes{Cache: pl.cache, Resources: pl.resourcesKey, Free: s.free})
 	}
@@ -199,7 +203,7 @@ func (pl *DeviceFit) computeState(ctx context.Context, cs fwk.CycleState, pod *v
 	}
 	// One walk over the nodes gathers what checkOffers and candidates need.
 	s.memos = pl.podsMemos(len(nodes))
-	rules := newOwnRules(klog.FromContext(ctx), pod, pl.taintComparisonOperators)
+	rules := shared.NewNodeRules(klog.FromContext(ctx), pod, pl.taintComparisonOperators)
 	s.scan(pod, nodes, &rules)
 	for i := range demand {
 		if status, reason := s.checkOffers(i); status != nil {

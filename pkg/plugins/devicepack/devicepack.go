@@ -10,11 +10,14 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/features"
 
 	"github.com/devicefit/devicefit/pkg/apis/config"
 	_ "github.com/devicefit/devicefit/pkg/apis/config/scheme" // args decode from KubeSchedulerConfiguration
@@ -70,6 +73,18 @@ type DevicePack struct {
 	podDomains, groupDomains podDomains
 	// listNodes overrides the snapshot's node list (tests).
 	listNodes func() ([]fwk.NodeInfo, error)
+
+	// The shortlist (shortlist.go): shortlistOn from the args; profile is
+	// read once; shortlistBroken stops it for good should a listed node
+	// fail the filters. The scratch slices are reused from cycle to cycle.
+	shortlistOn              bool
+	profileOnce              sync.Once
+	profile                  profileShortlist
+	shortlistBroken          atomic.Bool
+	feasibleScratch          []fwk.NodeInfo
+	rawScratch               []int64
+	spreadListers            *spreadListers
+	taintComparisonOperators bool
 }
 
 type weights struct {
@@ -117,6 +132,9 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 		groupDomains: podDomains{withValues: true},
 
 		resourcesKey: shared.ResourcesKey(args.DeviceResources),
+
+		shortlistOn:              args.Shortlist,
+		taintComparisonOperators: utilfeature.DefaultFeatureGate.Enabled(features.TaintTolerationComparisonOperators),
 	}
 	for _, v := range args.ProductValues {
 		p, err := devices.ParseProductPattern(v.Product)
@@ -129,6 +147,8 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 	if h != nil && h.SharedInformerFactory() != nil {
 		// Stranded devices on /metrics are counted against the same
 		// workload that DevicePack scores with.
+		// The informers PodTopologySpread reads too: none added.
+		pl.spreadListers = newSpreadListers(h.SharedInformerFactory())
 		core := h.SharedInformerFactory().Core().V1()
 		metrics.SetInventorySource(metrics.Source{
 			Nodes: core.Nodes().Lister(), Pods: core.Pods().Lister(), Resources: set, Workload: func(pods []*v1.Pod) *devices.Workload { return strandingWorkload(args, pods) },

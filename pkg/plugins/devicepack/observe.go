@@ -10,19 +10,29 @@ import (
 	"github.com/devicefit/devicefit/pkg/devices"
 )
 
-// PreFilter records the pod in the observed workload, once per pod. It never
-// rejects and returns Skip: DevicePack has no Filter.
+// PreFilter records the pod in the observed workload, once per pod, and
+// names the nodes that can win when it can tell them exactly (shortlist.go).
+// It never rejects: DevicePack has no Filter.
 //
 // A pod with ResourceClaims is observed by what its unallocated claims
 // request (per class Resource): claim pods are jobs of the workload as much
 // as pods asking for nvidia.com/gpu.
-func (pl *DevicePack) PreFilter(ctx context.Context, cycleState fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+func (pl *DevicePack) PreFilter(ctx context.Context, cycleState fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	pl.observe(ctx, cycleState, pod)
+	if res := pl.shortlist(ctx, cycleState, pod, nodes); res != nil {
+		return res, nil
+	}
+	return nil, fwk.NewStatus(fwk.Skip)
+}
+
+// observe records the pod's device demand in the observed workload.
+func (pl *DevicePack) observe(ctx context.Context, cycleState fwk.CycleState, pod *v1.Pod) {
 	if !pl.workload.observed {
-		return nil, fwk.NewStatus(fwk.Skip)
+		return
 	}
 	demand, err := devices.PodDemand(pod, pl.resources)
 	if err != nil {
-		return nil, fwk.NewStatus(fwk.Skip)
+		return
 	}
 	var shares *claimShares
 	if len(pod.Spec.ResourceClaims) > 0 {
@@ -31,16 +41,15 @@ func (pl *DevicePack) PreFilter(ctx context.Context, cycleState fwk.CycleState, 
 		}
 	}
 	if len(demand) == 0 {
-		return nil, fwk.NewStatus(fwk.Skip)
+		return
 	}
 	sel, err := devices.ParseSelector(pod.Annotations)
 	if err != nil {
 		// DeviceFit rejects the pod; a malformed class is no evidence.
-		return nil, fwk.NewStatus(fwk.Skip)
+		return
 	}
 	cpu, mem := requests(pod)
 	pl.workload.observe(string(pod.UID), demand, shares, cpu, mem, selectorKey(pod.Annotations), sel)
-	return nil, fwk.NewStatus(fwk.Skip)
 }
 
 // PreFilterExtensions returns nil: DevicePack keeps no per-node filter state.

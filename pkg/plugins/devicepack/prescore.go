@@ -36,6 +36,11 @@ type preScoreState struct {
 	// pod asks for devices (nil otherwise): Score charges a node what
 	// taking the pod there costs those groups (domainsState.nodeLoss).
 	domains *domainsState
+	// listed is the number of nodes PreFilter's shortlist named (0: none),
+	// and lo and hi the lowest and highest raw scores over every feasible
+	// node, which NormalizeScore scales by instead of the listed nodes'.
+	listed int
+	lo, hi int64
 }
 
 // kindInfo is what scoring needs of one kind of device, computed once per
@@ -67,26 +72,43 @@ func (s *preScoreState) Clone() fwk.StateData { return s }
 // pressure, so Score neither parses nor allocates. The node cache reads a
 // node's labels only when the node object changed.
 func (pl *DevicePack) PreScore(ctx context.Context, cycleState fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
+	if s := readShortlist(cycleState); s != nil {
+		// PreFilter prepared the state over every feasible node and named
+		// the nodes that can win; the framework filtered only those.
+		pl.checkShortlist(ctx, pod, s, nodes)
+		return nil
+	}
+	s, status := pl.prepare(ctx, cycleState, pod, nodes)
+	if !status.IsSuccess() {
+		return status
+	}
+	cycleState.Write(preScoreStateKey, s)
+	return nil
+}
+
+// prepare computes the pod's preScoreState over nodes, the nodes it will be
+// scored on; Skip when there is nothing to pack for.
+func (pl *DevicePack) prepare(ctx context.Context, cycleState fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*preScoreState, *fwk.Status) {
 	demand, err := devices.PodDemand(pod, pl.resources)
 	if err != nil {
 		// DeviceFit reports this; scoring a malformed pod helps no one.
-		return fwk.NewStatus(fwk.Skip)
+		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	view, err := pl.draView(ctx, cycleState)
 	if err != nil {
-		return fwk.AsStatus(fmt.Errorf("DRA devices: %w", err))
+		return nil, fwk.AsStatus(fmt.Errorf("DRA devices: %w", err))
 	}
 	reqs, err := view.PodRequests(pod, demand)
 	if err != nil {
 		// DynamicResources keeps a pod whose claims are missing from being
 		// scheduled; without its demand there is nothing to pack for.
-		return fwk.NewStatus(fwk.Skip)
+		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	// devicePod: the pod takes devices, through a device plugin or DRA.
 	devicePod := len(demand) > 0 || len(reqs) > 0
 	wl, err := pl.workload.snapshot()
 	if err != nil {
-		return fwk.AsStatus(fmt.Errorf("workload snapshot: %w", err))
+		return nil, fwk.AsStatus(fmt.Errorf("workload snapshot: %w", err))
 	}
 	// DeviceFit, in this cycle's PreFilter, refreshed its node cache to
 	// every node and counted the free devices per kind: use both, instead
@@ -163,7 +185,7 @@ func (pl *DevicePack) PreScore(ctx context.Context, cycleState fwk.CycleState, p
 	}
 	if !withDevices {
 		// No candidate has devices: nothing to pack, nothing to strand.
-		return fwk.NewStatus(fwk.Skip)
+		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	if wl != nil {
 		s.computeKinds(table, pl.weights.scarcity > 0 && devicePod)
@@ -176,13 +198,12 @@ func (pl *DevicePack) PreScore(ctx context.Context, cycleState fwk.CycleState, p
 		if key, shapes, _ := pl.groups.current(); key != "" {
 			all, err := pl.snapshotNodes(nodes)
 			if err != nil {
-				return fwk.AsStatus(fmt.Errorf("listing nodes: %w", err))
+				return nil, fwk.AsStatus(fmt.Errorf("listing nodes: %w", err))
 			}
 			s.domains = pl.podDomains.refresh(pl, key, shapes, all)
 		}
 	}
-	cycleState.Write(preScoreStateKey, s)
-	return nil
+	return s, nil
 }
 
 // candidateKind notes that a candidate has devices of kind (with facts d):

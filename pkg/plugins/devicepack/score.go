@@ -136,15 +136,23 @@ func (s *preScoreState) acceptance(k *kindInfo, d *devices.NodeDevice) []bool {
 func (pl *DevicePack) ScoreExtensions() fwk.ScoreExtensions { return pl }
 
 // NormalizeScore maps raw scores linearly onto [0, MaxNodeScore]; equal raw
-// scores (no preference) all get MaxNodeScore.
-func (pl *DevicePack) NormalizeScore(_ context.Context, _ fwk.CycleState, _ *v1.Pod, scores fwk.NodeScoreList) *fwk.Status {
+// scores (no preference) all get MaxNodeScore. After a shortlist, the range
+// is the one over every feasible node (PreFilter's), so that the listed
+// nodes score what they would have scored among all.
+func (pl *DevicePack) NormalizeScore(_ context.Context, cycleState fwk.CycleState, _ *v1.Pod, scores fwk.NodeScoreList) *fwk.Status {
+	if s := readShortlist(cycleState); s != nil {
+		for i := range scores {
+			scores[i].Score = normalized(scores[i].Score, s.lo, s.hi)
+		}
+		return nil
+	}
 	rescale(scores, func(s *fwk.NodeScore) *int64 { return &s.Score })
 	return nil
 }
 
 // rescale maps the raw scores score(&list[i]) linearly onto [MinScore,
-// MaxScore] in place (MinNodeScore and MaxNodeScore are the same bounds);
-// equal raw scores all get MaxScore.
+// MaxScore] in place (normalized; MinNodeScore and MaxNodeScore are the
+// same bounds); equal raw scores all get MaxScore.
 //
 // The distance from the best is rounded up, so that MaxScore is the best
 // raw score's alone: DevicePack is a greedy packer, and its choice is the
@@ -166,10 +174,6 @@ func rescale[T any](list []T, score func(*T) *int64) {
 	}
 	for i := range list {
 		v := score(&list[i])
-		if hi == lo {
-			*v = fwk.MaxScore
-			continue
-		}
-		*v = fwk.MaxScore - int64(math.Ceil(float64(hi-*v)*float64(fwk.MaxScore-fwk.MinScore)/float64(hi-lo)))
+		*v = normalized(*v, lo, hi)
 	}
 }

@@ -48,6 +48,33 @@ func Read(cs fwk.CycleState) *Nodes {
 	return n
 }
 
+// VerdictKey is the cycle state key of Verdict.
+const VerdictKey fwk.StateKey = "devicefit.io/verdict"
+
+// Verdict is DeviceFit's Filter as a read: whether it passes a node,
+// counting no rejection. DeviceFit writes it whenever its Filter runs in
+// the cycle (no Verdict: DeviceFit skipped the pod, or is not in the
+// profile, and its Filter passes every node).
+type Verdict struct {
+	Admits func(fwk.NodeInfo) bool
+}
+
+// Clone implements fwk.StateData; Verdict is never modified once written.
+func (v *Verdict) Clone() fwk.StateData { return v }
+
+// ReadVerdict returns the cycle's Verdict, nil when DeviceFit wrote none.
+func ReadVerdict(cs fwk.CycleState) *Verdict {
+	if cs == nil {
+		return nil
+	}
+	d, err := cs.Read(VerdictKey)
+	if err != nil {
+		return nil
+	}
+	v, _ := d.(*Verdict)
+	return v
+}
+
 // ResourcesKey is a canonical form of device resource patterns.
 func ResourcesKey(patterns []string) string {
 	p := slices.Clone(patterns)

@@ -156,6 +156,7 @@ profiles:
 		// An explicit 0 stays 0; unset weights get their defaults.
 		FragmentationWeight: 100, BestFitWeight: 0, ProductValueWeight: 1, ScarcityWeight: 100,
 		ProductValues: []config.ProductValue{{Product: "NVIDIA-H100*", Value: 100}},
+		Shortlist:     true,
 	}
 	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(config.DevicePackArgs{}, "TypeMeta")); diff != "" {
 		t.Errorf("unexpected args (-want,+got):\n%s", diff)

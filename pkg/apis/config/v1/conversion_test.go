@@ -69,6 +69,7 @@ func TestConvertDevicePackArgs(t *testing.T) {
 				ProductValueWeight:  ptr.To[int64](0),
 				ScarcityWeight:      ptr.To[int64](0),
 				DeviceNodePenalty:   ptr.To[int64](0),
+				Shortlist:           ptr.To(false),
 			},
 		},
 		{
@@ -87,6 +88,7 @@ func TestConvertDevicePackArgs(t *testing.T) {
 				ScarcityWeight:      ptr.To[int64](100),
 				DeviceNodePenalty:   ptr.To[int64](5),
 				ProductValues:       []ProductValue{{Product: "H100*", Value: 100}},
+				Shortlist:           ptr.To(true),
 			},
 			wantInternal: &config.DevicePackArgs{
 				DeviceResources: []string{"nvidia.com/gpu"},
@@ -102,6 +104,7 @@ func TestConvertDevicePackArgs(t *testing.T) {
 				ScarcityWeight:      100,
 				DeviceNodePenalty:   5,
 				ProductValues:       []config.ProductValue{{Product: "H100*", Value: 100}},
+				Shortlist:           true,
 			},
 		},
 	}

@@ -50,6 +50,7 @@ func SetDefaults_DevicePackArgs(obj *DevicePackArgs) { //nolint:revive // upstre
 	setDefault(&obj.ProductValueWeight, 1)
 	setDefault(&obj.ScarcityWeight, 100)
 	setDefault(&obj.DeviceNodePenalty, 0)
+	setDefault(&obj.Shortlist, true)
 }
 
 func setDefault[T any](p **T, v T) {

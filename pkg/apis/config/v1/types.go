@@ -96,6 +96,16 @@ type DevicePackArgs struct {
 	// Default: value = per-device memory in MiB.
 	// +optional
 	ProductValues []ProductValue `json:"productValues,omitempty"`
+
+	// Shortlist (default true): when only DevicePack tells the feasible
+	// nodes apart, its PreFilter names just the nodes that can win (its
+	// best and their ties), so that the framework filters and scores those
+	// instead of every node, and picks the node it would have picked among
+	// all. It names none for pods and profiles whose filters and scores it
+	// cannot reproduce exactly (docs/performance.md). false: every node is
+	// filtered and scored.
+	// +optional
+	Shortlist *bool `json:"shortlist,omitempty"`
 }
 
 // WorkloadSpec describes the job distribution.

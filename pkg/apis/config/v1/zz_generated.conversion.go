@@ -183,6 +183,9 @@ func autoConvert_v1_DevicePackArgs_To_config_DevicePackArgs(in *DevicePackArgs, 
 	} else {
 		out.ProductValues = nil
 	}
+	if err := metav1.Convert_Pointer_bool_To_bool(&in.Shortlist, &out.Shortlist, s); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -223,6 +226,9 @@ func autoConvert_config_DevicePackArgs_To_v1_DevicePackArgs(in *config.DevicePac
 		}
 	} else {
 		out.ProductValues = nil
+	}
+	if err := metav1.Convert_bool_To_Pointer_bool(&in.Shortlist, &out.Shortlist, s); err != nil {
+		return err
 	}
 	return nil
 }

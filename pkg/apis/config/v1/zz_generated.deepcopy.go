@@ -95,6 +95,11 @@ func (in *DevicePackArgs) DeepCopyInto(out *DevicePackArgs) {
 		*out = make([]ProductValue, len(*in))
 		copy(*out, *in)
 	}
+	if in.Shortlist != nil {
+		in, out := &in.Shortlist, &out.Shortlist
+		*out = new(bool)
+		**out = **in
+	}
 	return
 }
 

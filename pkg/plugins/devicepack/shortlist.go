@@ -1,0 +1,500 @@
+package devicepack
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/informers"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/helper"
+
+	"github.com/devicefit/devicefit/pkg/plugins/shared"
+)
+
+// The shortlist: with every node scored (percentageOfNodesToScore 100, as
+// FGD scores them), filtering and scoring thousands of nodes per pod made
+// devicefit a third slower than the default profile, which filters a tenth
+// of them (docs/performance.md). Yet when nothing but DevicePack tells the
+// nodes apart, the framework's choice is DevicePack's best node: the other
+// plugins give every node the same score. So PreFilter finds the nodes the
+// pod fits, exactly as the profile's Filter plugins would, scores them, and
+// names in its PreFilterResult only those that can still win: the best and
+// its ties, and, when ImageLocality may add up to its weight on some node,
+// those within that much of the best. The framework filters and scores a
+// handful of nodes and picks the same node it would have picked among all.
+//
+// The list is exact or absent. PreFilter gives no list, and the cycle runs
+// as before, whenever it cannot reproduce the framework's verdicts and
+// scores: a profile with Filter or Score plugins it does not know, or in a
+// different order; pods with claims or DRA-served extended resources
+// (DynamicResources allocates in Filter), host ports, volumes other than
+// those no plugin filters on, inter-pod (anti-)affinity, topology spread
+// (their own, or the system default for pods of services and controllers),
+// preferred node affinity, a nominated node; clusters with pods whose
+// (anti-)affinity terms select this pod; pods that need node features
+// (NodeDeclaredFeatures); untolerated PreferNoSchedule
+// taints on a feasible node; a nominated pod on a listed node; and when no
+// node fits (every plugin then says why on every node). Its assumptions
+// are the default arguments of NodeResourcesFit (no ignoredResources) and
+// NodeAffinity (no addedAffinity), which a plugin cannot read of another.
+
+const (
+	// fitStateKey is NodeResourcesFit's PreFilter state: the pod's request,
+	// as its Filter compares it with each node (a framework.Resource).
+	fitStateKey fwk.StateKey = "PreFilterNodeResourcesFit"
+	// featuresStateKey is NodeDeclaredFeatures' PreFilter state, written
+	// only for a pod that needs features some nodes may not declare (its
+	// PreFilter skips the others).
+	featuresStateKey fwk.StateKey = "PreFilterNodeDeclaredFeatures"
+)
+
+// podRequest is what NodeResourcesFit's PreFilter state exposes (its
+// embedded framework.Resource's getters).
+type podRequest interface {
+	GetMilliCPU() int64
+	GetMemory() int64
+	GetEphemeralStorage() int64
+	GetScalarResources() map[v1.ResourceName]int64
+}
+
+// shortlistPlugins: the Filter and Score plugins whose verdicts and scores
+// the shortlist reproduces, and the conditions it checks for each (above).
+var (
+	shortlistFilters = sets.New(
+		"NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts",
+		"NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding",
+		"VolumeZone", "PodTopologySpread", "InterPodAffinity", "DynamicResources",
+		"DeferredPodScheduling", "NodeDeclaredFeatures", "DeviceFit",
+	)
+	shortlistScores = sets.New(
+		"TaintToleration", "NodeAffinity", "PodTopologySpread", "InterPodAffinity",
+		"ImageLocality", "VolumeBinding", "DynamicResources", Name,
+	)
+)
+
+// profileShortlist is what the profile allows, found once (the plugin
+// lists are fixed when the framework is built).
+type profileShortlist struct {
+	ok bool
+	// why: the reason it is not ok, logged once.
+	why string
+	// weight is DevicePack's Score weight; imageWeight ImageLocality's (0:
+	// not scoring).
+	weight, imageWeight int64
+}
+
+// profileNames are the plugins of the profile at the extension points the
+// shortlist reproduces, in order, with the Score plugins' weights.
+type profileNames struct {
+	preFilter, filter []string
+	score             map[string]int64
+}
+
+// profilePlugins lists the profile's plugins through the framework's
+// ListPlugins (the handle plugins receive is the framework itself); nil
+// when the handle cannot list them.
+func profilePlugins(h fwk.Handle) *profileNames {
+	lister, ok := h.(interface{ ListPlugins() *schedconfig.Plugins })
+	if !ok {
+		return nil
+	}
+	list := lister.ListPlugins()
+	if list == nil {
+		return nil
+	}
+	n := &profileNames{score: map[string]int64{}}
+	for _, p := range list.PreFilter.Enabled {
+		n.preFilter = append(n.preFilter, p.Name)
+	}
+	for _, p := range list.Filter.Enabled {
+		n.filter = append(n.filter, p.Name)
+	}
+	for _, p := range list.Score.Enabled {
+		n.score[p.Name] = int64(p.Weight)
+	}
+	return n
+}
+
+// readProfile reads the profile's plugins from the handle.
+func (pl *DevicePack) readProfile() profileShortlist {
+	names := profilePlugins(pl.handle)
+	if names == nil {
+		return profileShortlist{why: "the framework does not list its plugins"}
+	}
+	p := profileShortlist{ok: true}
+	for _, f := range names.filter {
+		if !shortlistFilters.Has(f) {
+			return profileShortlist{why: "Filter plugin " + f + " is not one the shortlist reproduces"}
+		}
+	}
+	for s, w := range names.score {
+		if !shortlistScores.Has(s) {
+			return profileShortlist{why: "Score plugin " + s + " is not one the shortlist reproduces"}
+		}
+		switch s {
+		case Name:
+			p.weight = w
+		case "ImageLocality":
+			p.imageWeight = w
+		}
+	}
+	if p.weight <= 0 {
+		return profileShortlist{why: "DevicePack does not score"}
+	}
+	// PreFilter reads NodeResourcesFit's and DeviceFit's states: both must
+	// run before DevicePack's.
+	seen := map[string]bool{}
+	for _, n := range names.preFilter {
+		if n == Name {
+			break
+		}
+		seen[n] = true
+	}
+	if !seen["NodeResourcesFit"] {
+		return profileShortlist{why: "NodeResourcesFit's PreFilter does not run before DevicePack's"}
+	}
+	if slices.Contains(names.filter, "DeviceFit") && !seen["DeviceFit"] {
+		return profileShortlist{why: "DeviceFit's PreFilter does not run after DevicePack's"}
+	}
+	return p
+}
+
+// shortlist returns the PreFilterResult naming the nodes that can win, and
+// writes the pod's preScoreState, computed over every feasible node, for
+// PreScore, Score and NormalizeScore to use; nil (and no state) when the
+// cycle must run on every node.
+func (pl *DevicePack) shortlist(ctx context.Context, cycleState fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) *fwk.PreFilterResult {
+	if !pl.shortlistOn || pl.handle == nil || len(nodes) < 2 || cycleState.IsPodGroupSchedulingCycle() {
+		return nil
+	}
+	logger := klog.FromContext(ctx)
+	pl.profileOnce.Do(func() {
+		pl.profile = pl.readProfile()
+		if !pl.profile.ok {
+			logger.Info("DevicePack names no shortlist in this profile: every feasible node is filtered and scored", "reason", pl.profile.why)
+		}
+	})
+	if !pl.profile.ok || pl.shortlistBroken.Load() || !pl.podShortlistable(pod) {
+		return nil
+	}
+	if _, err := cycleState.Read(featuresStateKey); err == nil {
+		return nil
+	}
+	d, err := cycleState.Read(fitStateKey)
+	if err != nil {
+		return nil
+	}
+	req, ok := d.(podRequest)
+	if !ok || pl.draServes(req) || pl.affinitySelects(pod) {
+		return nil
+	}
+	verdict := shared.ReadVerdict(cycleState)
+	rules := shared.NewNodeRules(logger, pod, pl.taintComparisonOperators)
+	images := podImages(pod)
+	feasible := pl.feasibleScratch[:0]
+	var imagesSeen bool
+	for _, ni := range nodes {
+		node := ni.Node()
+		if node == nil || !fits(req, ni) || !rules.Admit(node) || verdict != nil && !verdict.Admits(ni) {
+			continue
+		}
+		if rules.PreferAvoided(node) {
+			// TaintToleration's Score would tell this node apart.
+			return nil
+		}
+		if !imagesSeen && pl.profile.imageWeight > 0 && hasImage(ni, images) {
+			imagesSeen = true
+		}
+		feasible = append(feasible, ni)
+	}
+	pl.feasibleScratch = feasible[:0]
+	if len(feasible) == 0 {
+		// No node fits: every plugin says why on every node.
+		return nil
+	}
+	s, status := pl.prepare(ctx, cycleState, pod, feasible)
+	if !status.IsSuccess() {
+		// Nothing to pack for: the other plugins choose.
+		return nil
+	}
+	raw := pl.rawScratch[:0]
+	for _, ni := range feasible {
+		raw = append(raw, pl.score(s, ni))
+	}
+	pl.rawScratch = raw[:0]
+	s.lo, s.hi = raw[0], raw[0]
+	for _, v := range raw[1:] {
+		s.lo, s.hi = min(s.lo, v), max(s.hi, v)
+	}
+	// A node can still win when DevicePack's weighted shortfall from the
+	// best is at most what ImageLocality can add (up to MaxNodeScore times
+	// its weight, on a node holding the pod's images): every other plugin
+	// scores all of them alike.
+	var slack int64
+	if imagesSeen {
+		slack = pl.profile.imageWeight * fwk.MaxNodeScore
+	}
+	names := sets.New[string]()
+	for i, ni := range feasible {
+		if pl.profile.weight*(fwk.MaxNodeScore-normalized(raw[i], s.lo, s.hi)) > slack {
+			continue
+		}
+		name := ni.Node().Name
+		if len(pl.handle.NominatedPodsForNode(name)) > 0 {
+			// Filter would count the pods nominated there.
+			return nil
+		}
+		names.Insert(name)
+	}
+	if names.Len()*10 > len(nodes)*9 {
+		// Nearly every node: the list saves nothing.
+		return nil
+	}
+	s.listed = names.Len()
+	logger.V(5).Info("Shortlist", "pod", klog.KObj(pod), "listed", s.listed, "feasible", len(feasible))
+	cycleState.Write(preScoreStateKey, s)
+	return &fwk.PreFilterResult{NodeNames: names}
+}
+
+// readShortlist returns the state PreFilter wrote with a shortlist, nil
+// when it named none.
+func readShortlist(cycleState fwk.CycleState) *preScoreState {
+	if cycleState == nil {
+		return nil
+	}
+	c, err := cycleState.Read(preScoreStateKey)
+	if err != nil {
+		return nil
+	}
+	s, _ := c.(*preScoreState)
+	if s == nil || s.listed == 0 {
+		return nil
+	}
+	return s
+}
+
+// checkShortlist runs in PreScore: every node the shortlist named passed
+// the profile's filters, or PreFilter's reproduction of them is wrong and
+// the choice may not be the one scoring every node would make. Then
+// DevicePack stops naming shortlists (the cycles run on every node) and
+// says why once.
+func (pl *DevicePack) checkShortlist(ctx context.Context, pod *v1.Pod, s *preScoreState, nodes []fwk.NodeInfo) {
+	if len(nodes) >= s.listed || pl.shortlistBroken.Swap(true) {
+		return
+	}
+	klog.FromContext(ctx).Error(nil, "A node DevicePack's shortlist named failed the profile's filters; DevicePack names no more shortlists",
+		"pod", klog.KObj(pod), "listed", s.listed, "feasible", len(nodes))
+}
+
+// podShortlistable reports whether the pod is one whose verdicts and scores
+// the shortlist reproduces (the pod's conditions above).
+func (pl *DevicePack) podShortlistable(pod *v1.Pod) bool {
+	spec := &pod.Spec
+	if spec.NodeName != "" || pod.Status.NominatedNodeName != "" || len(spec.ResourceClaims) > 0 ||
+		len(spec.TopologySpreadConstraints) > 0 {
+		return false
+	}
+	if a := spec.Affinity; a != nil {
+		if a.PodAffinity != nil || a.PodAntiAffinity != nil ||
+			a.NodeAffinity != nil && len(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution) > 0 {
+			return false
+		}
+	}
+	for i := range spec.Volumes {
+		if !unfilteredVolume(&spec.Volumes[i]) {
+			return false
+		}
+	}
+	if hostPorts(spec.InitContainers) || hostPorts(spec.Containers) {
+		return false
+	}
+	// PodTopologySpread's system default constraints apply to the pods a
+	// service, replication controller, replica set or stateful set selects.
+	if pl.spreadListers != nil && !pl.spreadListers.selector(pod).Empty() {
+		return false
+	}
+	return true
+}
+
+// unfilteredVolume: no upstream Filter plugin looks at volumes of these
+// kinds (VolumeRestrictions, NodeVolumeLimits, VolumeBinding and VolumeZone
+// judge persistent, ephemeral, CSI and in-tree disk volumes).
+func unfilteredVolume(v *v1.Volume) bool {
+	s := &v.VolumeSource
+	return s.ConfigMap != nil || s.Secret != nil || s.Projected != nil || s.EmptyDir != nil ||
+		s.DownwardAPI != nil || s.HostPath != nil
+}
+
+func hostPorts(containers []v1.Container) bool {
+	for i := range containers {
+		for _, p := range containers[i].Ports {
+			if p.HostPort > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// draServes reports whether some extended resource the pod requests is
+// served by a DeviceClass: NodeResourcesFit then leaves it to
+// DynamicResources on nodes that do not advertise it.
+func (pl *DevicePack) draServes(req podRequest) bool {
+	scalars := req.GetScalarResources()
+	if len(scalars) == 0 {
+		return false
+	}
+	m := pl.handle.SharedDRAManager()
+	if m == nil {
+		return false
+	}
+	classes := m.DeviceClassResolver()
+	if classes == nil {
+		return false
+	}
+	for name := range scalars {
+		if classes.GetDeviceClass(name) != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// affinitySelects reports whether a pod already placed has an inter-pod
+// (anti-)affinity term that may select this pod: InterPodAffinity's Filter
+// (required anti-affinity) and Score (the others) then tell nodes apart.
+// A term with a namespace selector is taken to select every namespace.
+func (pl *DevicePack) affinitySelects(pod *v1.Pod) bool {
+	withAffinity, err := pl.handle.SnapshotSharedLister().NodeInfos().HavePodsWithAffinityList()
+	if err != nil {
+		return true
+	}
+	for _, ni := range withAffinity {
+		for _, p := range ni.GetPodsWithAffinity() {
+			if selectsAny(pod, p.GetRequiredAffinityTerms()) || selectsAny(pod, p.GetRequiredAntiAffinityTerms()) ||
+				selectsAnyWeighted(pod, p.GetPreferredAffinityTerms()) || selectsAnyWeighted(pod, p.GetPreferredAntiAffinityTerms()) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func selectsAny(pod *v1.Pod, terms []fwk.AffinityTerm) bool {
+	for i := range terms {
+		if selects(pod, &terms[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+func selectsAnyWeighted(pod *v1.Pod, terms []fwk.WeightedAffinityTerm) bool {
+	for i := range terms {
+		if selects(pod, &terms[i].AffinityTerm) {
+			return true
+		}
+	}
+	return false
+}
+
+func selects(pod *v1.Pod, t *fwk.AffinityTerm) bool {
+	inNamespace := t.Namespaces.Has(pod.Namespace) || t.NamespaceSelector != labels.Nothing()
+	return inNamespace && t.Selector.Matches(labels.Set(pod.Labels))
+}
+
+// fits is NodeResourcesFit's Filter for a pod not yet on any node: the
+// pod count, then each resource the pod requests against the node's
+// allocatable minus requested.
+func fits(req podRequest, ni fwk.NodeInfo) bool {
+	alloc, used := ni.GetAllocatable(), ni.GetRequested()
+	if len(ni.GetPods())+1 > alloc.GetAllowedPodNumber() {
+		return false
+	}
+	if c := req.GetMilliCPU(); c > 0 && c > alloc.GetMilliCPU()-used.GetMilliCPU() {
+		return false
+	}
+	if m := req.GetMemory(); m > 0 && m > alloc.GetMemory()-used.GetMemory() {
+		return false
+	}
+	if e := req.GetEphemeralStorage(); e > 0 && e > alloc.GetEphemeralStorage()-used.GetEphemeralStorage() {
+		return false
+	}
+	for name, n := range req.GetScalarResources() {
+		if n > 0 && n > alloc.GetScalarResources()[name]-used.GetScalarResources()[name] {
+			return false
+		}
+	}
+	return true
+}
+
+// podImages are the names under which ImageLocality looks the pod's images
+// up: as written and, without a tag or digest, with ":latest" (its
+// normalisation).
+func podImages(pod *v1.Pod) []string {
+	var names []string
+	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			name := list[i].Image
+			names = append(names, name)
+			if strings.LastIndex(name, ":") <= strings.LastIndex(name, "/") {
+				names = append(names, name+":latest")
+			}
+		}
+	}
+	return names
+}
+
+func hasImage(ni fwk.NodeInfo, images []string) bool {
+	states := ni.GetImageStates()
+	if len(states) == 0 {
+		return false
+	}
+	for _, name := range images {
+		if _, ok := states[name]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// normalized is NormalizeScore's value for raw among scores from lo to hi
+// (rescale).
+func normalized(raw, lo, hi int64) int64 {
+	if hi == lo {
+		return fwk.MaxNodeScore
+	}
+	// Rounded up: see rescale.
+	d := (hi - raw) * (fwk.MaxNodeScore - fwk.MinNodeScore)
+	return fwk.MaxNodeScore - (d+hi-lo-1)/(hi-lo)
+}
+
+// spreadListers are what PodTopologySpread's system default constraints
+// are built from (helper.DefaultSelector).
+type spreadListers struct {
+	services     corelisters.ServiceLister
+	controllers  corelisters.ReplicationControllerLister
+	replicaSets  appslisters.ReplicaSetLister
+	statefulSets appslisters.StatefulSetLister
+}
+
+func newSpreadListers(f informers.SharedInformerFactory) *spreadListers {
+	return &spreadListers{
+		services:     f.Core().V1().Services().Lister(),
+		controllers:  f.Core().V1().ReplicationControllers().Lister(),
+		replicaSets:  f.Apps().V1().ReplicaSets().Lister(),
+		statefulSets: f.Apps().V1().StatefulSets().Lister(),
+	}
+}
+
+func (l *spreadListers) selector(pod *v1.Pod) labels.Selector {
+	return helper.DefaultSelector(pod, l.services, l.controllers, l.replicaSets, l.statefulSets)
+}

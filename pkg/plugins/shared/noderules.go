@@ -1,0 +1,66 @@
+package shared
+
+import (
+	v1 "k8s.io/api/core/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/helper"
+)
+
+// NodeRules are the pod's own rules for where it may run that upstream's
+// Filter plugins judge from the node object alone: NodeAffinity
+// (spec.nodeSelector and the required node affinity, metadata.name
+// included), TaintToleration (NoSchedule and NoExecute taints) and
+// NodeUnschedulable (a cordoned node, unless the pod tolerates
+// node.kubernetes.io/unschedulable). A node that fails them is one the pod
+// itself rules out; a node that passes them is one the user expects the
+// scheduler's message to say something about. DeviceFit reads them to keep
+// its messages exact, DevicePack to know which nodes its shortlist may name.
+type NodeRules struct {
+	affinity    nodeaffinity.RequiredNodeAffinity
+	tolerations []v1.Toleration
+	// comparisonOperators: the TaintTolerationComparisonOperators gate,
+	// as TaintToleration reads it.
+	comparisonOperators bool
+	logger              klog.Logger
+}
+
+// NewNodeRules returns the pod's own node rules.
+func NewNodeRules(logger klog.Logger, pod *v1.Pod, comparisonOperators bool) NodeRules {
+	return NodeRules{
+		affinity:            nodeaffinity.GetRequiredNodeAffinity(pod),
+		tolerations:         pod.Spec.Tolerations,
+		comparisonOperators: comparisonOperators,
+		logger:              logger,
+	}
+}
+
+// unschedulableTaint is the taint a cordoned node implies (NodeUnschedulable).
+var unschedulableTaint = v1.Taint{Key: v1.TaintNodeUnschedulable, Effect: v1.TaintEffectNoSchedule}
+
+// Admit reports whether NodeAffinity, TaintToleration and NodeUnschedulable
+// would all pass the node. A required affinity that does not parse matches
+// no node, as NodeAffinity's Filter treats it.
+func (r *NodeRules) Admit(node *v1.Node) bool {
+	if node == nil {
+		return false
+	}
+	if ok, err := r.affinity.Match(node); !ok || err != nil {
+		return false
+	}
+	if _, untolerated := corev1helpers.FindMatchingUntoleratedTaint(r.logger, node.Spec.Taints, r.tolerations,
+		helper.DoNotScheduleTaintsFilterFunc(), r.comparisonOperators); untolerated {
+		return false
+	}
+	return !node.Spec.Unschedulable ||
+		corev1helpers.TolerationsTolerateTaint(r.logger, r.tolerations, &unschedulableTaint, r.comparisonOperators)
+}
+
+// PreferAvoided reports whether the node has a PreferNoSchedule taint the
+// pod does not tolerate: TaintToleration's Score then tells it apart.
+func (r *NodeRules) PreferAvoided(node *v1.Node) bool {
+	_, untolerated := corev1helpers.FindMatchingUntoleratedTaint(r.logger, node.Spec.Taints, r.tolerations,
+		func(t *v1.Taint) bool { return t.Effect == v1.TaintEffectPreferNoSchedule }, r.comparisonOperators)
+	return untolerated
+}
