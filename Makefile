@@ -352,6 +352,18 @@ replay: $(BIN)/replay ## one replay: REPLAY_PODS (default the shared multigpu50 
 		$(BIN)/replay --nodes $(REPLAY_FALLBACK) --pods $(REPLAY_FALLBACK) $(REPLAY_FLAGS); \
 	fi
 
+# The soak (issue 25, docs/performance.md "Soak"): SOAK_ARRIVALS pod
+# arrivals, and the departures that keep 80-90% of the devices taken, through
+# the deployed profile on a generated SOAK_NODES-node fleet; fails when the
+# live heap of the last tenth exceeds the first tenth's by more than 10%, or
+# its CPU time per arrival by more than 20%. Not in CI (~20 min on 2 cores);
+# make test runs a short one (TestSoakClassesStayBounded).
+SOAK_NODES ?= 1000
+SOAK_ARRIVALS ?= 1000000
+.PHONY: soak
+soak: $(BIN)/replay ## 1M arrivals and departures, 1000 nodes: live heap and CPU per pod must not grow
+	$(BIN)/replay soak --nodes $(SOAK_NODES) --arrivals $(SOAK_ARRIVALS)
+
 # The charts of docs/replay drawn again from the JSON next to them (replay
 # svg): a change of the chart's layout needs no trace and no replay.
 replay-charts: $(BIN)/replay ## redraw docs/replay/*-seed42.svg from their JSON

@@ -8,6 +8,7 @@
 //	replay summary [--fgd FILE] RESULT.json...  # Markdown tables over several --json results
 //	replay svg RESULT.json OUT.svg  # the --svg chart again, from a --json result
 //	replay variant --pods FILE --out FILE [flags]  # a workload drawn from a trace
+//	replay soak [flags]  # arrivals and departures for a long time: does memory or CPU grow?
 package main
 
 import (
@@ -40,6 +41,8 @@ func main() {
 			os.Exit(svg(os.Args[2:]))
 		case "variant":
 			os.Exit(variant(os.Args[2:], os.Stdout, os.Stderr))
+		case "soak":
+			os.Exit(soak(os.Args[2:], os.Stdout, os.Stderr))
 		}
 	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -47,7 +50,7 @@ func main() {
 
 // newFlags is the replay's command line: its own flags, then klog's.
 func newFlags() *cmdflags.Command {
-	return cmdflags.New("replay", "replay --nodes FILE --pods FILE [flags]\n  replay summary [--fgd FILE] RESULT.json...\n  replay svg RESULT.json OUT.svg\n  replay variant --pods FILE --out FILE [flags]")
+	return cmdflags.New("replay", "replay --nodes FILE --pods FILE [flags]\n  replay summary [--fgd FILE] RESULT.json...\n  replay svg RESULT.json OUT.svg\n  replay variant --pods FILE --out FILE [flags]\n  replay soak [flags]")
 }
 
 // run replays with the flags in args; the table goes to stdout, the help and

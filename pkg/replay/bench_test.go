@@ -15,16 +15,8 @@ import (
 // pods, a fifth of them restricted to one model, CPU-only pods), so the
 // benchmark needs nothing outside the repository.
 func benchFleet(nodes, pods int) ([]NodeSpec, []PodSpec) {
-	models := []string{"V100M16", "T4", "A10", "G3"}
-	gpus := []int64{8, 2, 4, 8, 0}
-	var ns []NodeSpec
-	for i := range nodes {
-		n := NodeSpec{Name: fmt.Sprint("node-", i), MilliCPU: 96000, MemoryMiB: 786432, GPUs: gpus[i%len(gpus)]}
-		if n.GPUs > 0 {
-			n.Model = models[i%len(models)]
-		}
-		ns = append(ns, n)
-	}
+	ns := GeneratedFleet(nodes)
+	models := generatedModels
 	sizes := []int64{1, 1, 1, 2, 1, 4, 1, 8, 0, 2}
 	var ps []PodSpec
 	for i := range pods {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
@@ -62,6 +63,9 @@ type EngineOptions struct {
 	// the framework gets (dra.DeviceChooser); otherwise it models first
 	// fit, as in a cluster.
 	ModelDeviceChoice bool
+	// onPlugin is called with every plugin the framework builds (the
+	// soak reads DevicePack's workload through it).
+	onPlugin func(fwk.Plugin)
 }
 
 // oracle reports whether share claims get an oracle's device.
@@ -89,6 +93,10 @@ type simulation struct {
 	dra     *committedDRA
 	snap    *internalcache.Snapshot
 	nodes   []fwk.NodeInfo // fleet order
+	// bound: a placed pod is added to its node info, as the scheduler's
+	// cache adds a bound pod, instead of assumed in the snapshot (the
+	// soak, whose pods also depart).
+	bound bool
 	style   SelectorStyle
 	percent int32
 	par     int
@@ -223,6 +231,17 @@ func newSimulation(ctx context.Context, pol Policy, fleet []NodeSpec, arrivals [
 	registry, err := Registry()
 	if err != nil {
 		return nil, err
+	}
+	if opts.onPlugin != nil {
+		for name, factory := range registry {
+			registry[name] = func(ctx context.Context, args runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+				p, err := factory(ctx, args, h)
+				if err == nil {
+					opts.onPlugin(p)
+				}
+				return p, err
+			}
+		}
 	}
 	v1Nodes := make([]*v1.Node, len(fleet))
 	for i := range fleet {

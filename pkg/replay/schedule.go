@@ -134,7 +134,10 @@ func (s *simulation) schedule(ctx context.Context, pod *v1.Pod) (outcome, error)
 	if err != nil {
 		return outcome{}, err
 	}
-	if err := s.snap.AssumePod(pi); err != nil {
+	if s.bound {
+		// As the scheduler's cache adds a bound pod (the soak).
+		s.nodes[chosen].(*framework.NodeInfo).AddPodInfo(pi)
+	} else if err := s.snap.AssumePod(pi); err != nil {
 		return outcome{}, err
 	}
 	gpu, firstFit := -1, -1

@@ -59,6 +59,11 @@ func (pl *DeviceFit) PreFilter(ctx context.Context, cycleState fwk.CycleState, p
 	if group == nil {
 		res = pl.candidates(klog.FromContext(ctx), s, pod, nodes)
 	}
+	if res != nil {
+		// The nodes outside the list are never filtered: DevicePack's
+		// shortlist skips them on the same walk (aligned with nodes).
+		shared.ReadVerdict(cycleState).Listed = s.admitted
+	}
 	// Filter must not use the entries: the next cycle reuses the slice.
 	s.entries, s.admitted, s.view, s.picks, s.memos = nil, nil, nil, nil, nil
 	if group != nil && len(s.demand) > 0 && s.dra == nil {

@@ -60,3 +60,19 @@ func requests(pod *v1.Pod) (milliCPU, memoryBytes int64) {
 	cpu, mem := reqs[v1.ResourceCPU], reqs[v1.ResourceMemory]
 	return cpu.MilliValue(), mem.Value()
 }
+
+// MaxObservedClasses is the most job classes an Observed workload keeps
+// (maxTracked): past it, prune drops the insignificant and the lightest.
+const MaxObservedClasses = maxTracked
+
+// ObservedClasses is the number of job classes the Observed workload tracks
+// now (0 for a Static one): bounded by MaxObservedClasses however long the
+// scheduler runs (the soak in pkg/replay reads it).
+func (pl *DevicePack) ObservedClasses() int {
+	if !pl.workload.observed {
+		return 0
+	}
+	pl.workload.mu.Lock()
+	defer pl.workload.mu.Unlock()
+	return len(pl.workload.classes)
+}

@@ -64,9 +64,13 @@ func (pl *DevicePack) score(s *preScoreState, nodeInfo fwk.NodeInfo) int64 {
 	}
 
 	var t terms
+	requested := req.GetScalarResources()
 	for i := range e.Devices {
 		d := &e.Devices[i]
-		a := alloc.GetScalarResources()[d.Resource]
+		// The entry's allocatable is the node info's: both are the node
+		// object's status (SetNode), and a map look-up per node is what
+		// scoring every node costs.
+		a := d.Allocatable
 		if a <= 0 {
 			continue
 		}
@@ -75,7 +79,7 @@ func (pl *DevicePack) score(s *preScoreState, nodeInfo fwk.NodeInfo) int64 {
 		if d.Kind >= 0 && d.Kind < len(s.kinds) {
 			k = &s.kinds[d.Kind]
 		}
-		used := req.GetScalarResources()[d.Resource]
+		used := requested[d.Resource]
 		t.full += used * 1000 / a
 		t.fullOf++
 		take := s.demand.Count(d.Resource)

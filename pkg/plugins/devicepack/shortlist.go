@@ -201,12 +201,21 @@ func (pl *DevicePack) shortlist(ctx context.Context, cycleState fwk.CycleState, 
 	images := podImages(pod)
 	feasible := pl.feasibleScratch[:0]
 	var imagesSeen bool
-	for _, ni := range nodes {
-		node := ni.Node()
-		if node == nil || !fits(req, ni) || !rules.Admit(node) || verdict != nil && !verdict.Admits(ni) {
+	var listed []bool
+	if verdict != nil && len(verdict.Listed) == len(nodes) {
+		listed = verdict.Listed
+	}
+	fit := newFitCheck(req)
+	for j, ni := range nodes {
+		if listed != nil && !listed[j] {
+			// Outside DeviceFit's candidate list: never filtered.
 			continue
 		}
-		if rules.PreferAvoided(node) {
+		node := ni.Node()
+		if node == nil || !fit.fits(ni) || !rules.Admit(node) || verdict != nil && !verdict.Admits(ni) {
+			continue
+		}
+		if len(node.Spec.Taints) > 0 && rules.PreferAvoided(node) {
 			// TaintToleration's Score would tell this node apart.
 			return nil
 		}
@@ -411,25 +420,46 @@ func selects(pod *v1.Pod, t *fwk.AffinityTerm) bool {
 	return inNamespace && t.Selector.Matches(labels.Set(pod.Labels))
 }
 
-// fits is NodeResourcesFit's Filter for a pod not yet on any node: the
+// fitCheck is NodeResourcesFit's Filter for a pod not yet on any node: the
 // pod count, then each resource the pod requests against the node's
-// allocatable minus requested.
-func fits(req podRequest, ni fwk.NodeInfo) bool {
+// allocatable minus requested. The scalar requests are listed once per
+// cycle, not iterated from the map on every node.
+type fitCheck struct {
+	cpu, mem, storage int64
+	scalars           []scalarRequest
+}
+
+type scalarRequest struct {
+	name v1.ResourceName
+	n    int64
+}
+
+func newFitCheck(req podRequest) fitCheck {
+	c := fitCheck{cpu: req.GetMilliCPU(), mem: req.GetMemory(), storage: req.GetEphemeralStorage()}
+	for name, n := range req.GetScalarResources() {
+		if n > 0 {
+			c.scalars = append(c.scalars, scalarRequest{name, n})
+		}
+	}
+	return c
+}
+
+func (c *fitCheck) fits(ni fwk.NodeInfo) bool {
 	alloc, used := ni.GetAllocatable(), ni.GetRequested()
 	if len(ni.GetPods())+1 > alloc.GetAllowedPodNumber() {
 		return false
 	}
-	if c := req.GetMilliCPU(); c > 0 && c > alloc.GetMilliCPU()-used.GetMilliCPU() {
+	if c.cpu > 0 && c.cpu > alloc.GetMilliCPU()-used.GetMilliCPU() {
 		return false
 	}
-	if m := req.GetMemory(); m > 0 && m > alloc.GetMemory()-used.GetMemory() {
+	if c.mem > 0 && c.mem > alloc.GetMemory()-used.GetMemory() {
 		return false
 	}
-	if e := req.GetEphemeralStorage(); e > 0 && e > alloc.GetEphemeralStorage()-used.GetEphemeralStorage() {
+	if c.storage > 0 && c.storage > alloc.GetEphemeralStorage()-used.GetEphemeralStorage() {
 		return false
 	}
-	for name, n := range req.GetScalarResources() {
-		if n > 0 && n > alloc.GetScalarResources()[name]-used.GetScalarResources()[name] {
+	for _, r := range c.scalars {
+		if r.n > alloc.GetScalarResources()[r.name]-used.GetScalarResources()[r.name] {
 			return false
 		}
 	}

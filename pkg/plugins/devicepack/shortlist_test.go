@@ -83,7 +83,8 @@ func TestFits(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := fits(tc.req, tc.node); got != tc.want {
+			c := newFitCheck(tc.req)
+			if got := c.fits(tc.node); got != tc.want {
 				t.Errorf("fits = %v, want %v", got, tc.want)
 			}
 		})

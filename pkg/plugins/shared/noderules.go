@@ -5,7 +5,6 @@ import (
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/helper"
 )
 
 // NodeRules are the pod's own rules for where it may run that upstream's
@@ -49,8 +48,7 @@ func (r *NodeRules) Admit(node *v1.Node) bool {
 	if ok, err := r.affinity.Match(node); !ok || err != nil {
 		return false
 	}
-	if _, untolerated := corev1helpers.FindMatchingUntoleratedTaint(r.logger, node.Spec.Taints, r.tolerations,
-		helper.DoNotScheduleTaintsFilterFunc(), r.comparisonOperators); untolerated {
+	if r.untolerated(node.Spec.Taints, v1.TaintEffectNoSchedule, v1.TaintEffectNoExecute) {
 		return false
 	}
 	return !node.Spec.Unschedulable ||
@@ -60,7 +58,19 @@ func (r *NodeRules) Admit(node *v1.Node) bool {
 // PreferAvoided reports whether the node has a PreferNoSchedule taint the
 // pod does not tolerate: TaintToleration's Score then tells it apart.
 func (r *NodeRules) PreferAvoided(node *v1.Node) bool {
-	_, untolerated := corev1helpers.FindMatchingUntoleratedTaint(r.logger, node.Spec.Taints, r.tolerations,
-		func(t *v1.Taint) bool { return t.Effect == v1.TaintEffectPreferNoSchedule }, r.comparisonOperators)
-	return untolerated
+	return r.untolerated(node.Spec.Taints, v1.TaintEffectPreferNoSchedule, v1.TaintEffectPreferNoSchedule)
+}
+
+// untolerated reports whether some taint of one of the two effects is not
+// tolerated: FindMatchingUntoleratedTaint with TaintToleration's filter
+// (NoSchedule and NoExecute for Filter), without the filtered copy it
+// allocates for every tainted node.
+func (r *NodeRules) untolerated(taints []v1.Taint, a, b v1.TaintEffect) bool {
+	for i := range taints {
+		t := &taints[i]
+		if (t.Effect == a || t.Effect == b) && !corev1helpers.TolerationsTolerateTaint(r.logger, r.tolerations, t, r.comparisonOperators) {
+			return true
+		}
+	}
+	return false
 }

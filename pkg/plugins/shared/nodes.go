@@ -57,6 +57,9 @@ const VerdictKey fwk.StateKey = "devicefit.io/verdict"
 // profile, and its Filter passes every node).
 type Verdict struct {
 	Admits func(fwk.NodeInfo) bool
+	// Listed, when DeviceFit's PreFilter named candidate nodes, says which
+	// of PreFilter's nodes (aligned with them) it named; nil otherwise.
+	Listed []bool
 }
 
 // Clone implements fwk.StateData; Verdict is never modified once written.
