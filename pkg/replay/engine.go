@@ -90,13 +90,13 @@ type simulation struct {
 	fw framework.Framework
 	// dra is the DRA manager with the allocations of bound pods committed
 	// (committedclaims.go); nil without DRA.
-	dra     *committedDRA
-	snap    *internalcache.Snapshot
-	nodes   []fwk.NodeInfo // fleet order
+	dra   *committedDRA
+	snap  *internalcache.Snapshot
+	nodes []fwk.NodeInfo // fleet order
 	// bound: a placed pod is added to its node info, as the scheduler's
 	// cache adds a bound pod, instead of assumed in the snapshot (the
 	// soak, whose pods also depart).
-	bound bool
+	bound   bool
 	style   SelectorStyle
 	percent int32
 	par     int

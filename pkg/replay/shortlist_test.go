@@ -84,5 +84,9 @@ func (s onlyShortlist) Info(level int, msg string, kv ...any) {
 	}
 }
 
-func (s onlyShortlist) WithValues(kv ...any) logr.LogSink { return onlyShortlist{s.LogSink.WithValues(kv...)} }
-func (s onlyShortlist) WithName(name string) logr.LogSink { return onlyShortlist{s.LogSink.WithName(name)} }
+func (s onlyShortlist) WithValues(kv ...any) logr.LogSink {
+	return onlyShortlist{s.LogSink.WithValues(kv...)}
+}
+func (s onlyShortlist) WithName(name string) logr.LogSink {
+	return onlyShortlist{s.LogSink.WithName(name)}
+}
