@@ -162,7 +162,7 @@ func (pl *DevicePack) readProfile() profileShortlist {
 		return profileShortlist{why: "NodeResourcesFit's PreFilter does not run before DevicePack's"}
 	}
 	if slices.Contains(names.filter, "DeviceFit") && !seen["DeviceFit"] {
-		return profileShortlist{why: "DeviceFit's PreFilter does not run after DevicePack's"}
+		return profileShortlist{why: "DeviceFit's PreFilter does not run before DevicePack's"}
 	}
 	return p
 }
@@ -294,14 +294,21 @@ func readShortlist(cycleState fwk.CycleState) *preScoreState {
 // the profile's filters, or PreFilter's reproduction of them is wrong and
 // the choice may not be the one scoring every node would make. Then
 // DevicePack stops naming shortlists (the cycles run on every node) and
-// says why once.
+// says why once. Only lists of at most alwaysFiltered nodes are checked:
+// of a longer one, a profile with percentageOfNodesToScore below 100 has
+// the framework filter only a share.
 func (pl *DevicePack) checkShortlist(ctx context.Context, pod *v1.Pod, s *preScoreState, nodes []fwk.NodeInfo) {
-	if len(nodes) >= s.listed || pl.shortlistBroken.Swap(true) {
+	if len(nodes) >= s.listed || s.listed > alwaysFiltered || pl.shortlistBroken.Swap(true) {
 		return
 	}
 	klog.FromContext(ctx).Error(nil, "A node DevicePack's shortlist named failed the profile's filters; DevicePack names no more shortlists",
 		"pod", klog.KObj(pod), "listed", s.listed, "feasible", len(nodes))
 }
+
+// alwaysFiltered is upstream's minFeasibleNodesToFind (schedule_one.go): a
+// list of at most this many nodes is filtered whole, whatever the
+// profile's percentageOfNodesToScore.
+const alwaysFiltered = 100
 
 // podShortlistable reports whether the pod is one whose verdicts and scores
 // the shortlist reproduces (the pod's conditions above).

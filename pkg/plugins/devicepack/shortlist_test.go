@@ -6,6 +6,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2/ktesting"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -172,6 +173,29 @@ func TestReadProfile(t *testing.T) {
 			}
 			if !got.ok && got.why == "" {
 				t.Error("no reason given")
+			}
+		})
+	}
+}
+
+func TestCheckShortlist(t *testing.T) {
+	nodes := func(n int) []fwk.NodeInfo { return make([]fwk.NodeInfo, n) }
+	tests := []struct {
+		name             string
+		listed, feasible int
+		broken           bool
+	}{
+		{"every listed node passed", 3, 3, false},
+		{"a listed node failed a filter", 3, 2, true},
+		{"a long list the framework may sample", alwaysFiltered + 1, 10, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			pl := &DevicePack{}
+			pl.checkShortlist(ctx, gpuPod("p", "1"), &preScoreState{listed: tc.listed}, nodes(tc.feasible))
+			if got := pl.shortlistBroken.Load(); got != tc.broken {
+				t.Errorf("shortlist broken = %v, want %v", got, tc.broken)
 			}
 		})
 	}
