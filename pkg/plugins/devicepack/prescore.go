@@ -258,13 +258,24 @@ func (s *preScoreState) addFree(nodes []fwk.NodeInfo, entries []*devices.NodeDev
 // fullRefreshEvery cycles unless fresh (all nodes were just refreshed), to
 // the whole snapshot, so that deleted nodes are forgotten (PreScore alone
 // sees only the feasible ones). DeviceFit's cache, refreshed to all nodes
-// in its PreFilter, has a scratch slice of its own here: entries of one
-// cache must never be reused for the other (their kind ids differ).
+// in its PreFilter this cycle, is only read: a plugin never writes
+// another's state (past devices.MaxKinds a Refresh would even start its kind
+// table over under DeviceFit's verdicts). A node it lacks is read directly,
+// its devices without kind ids, as Score reads one. Its entries have a
+// scratch slice of their own: entries of one cache must never be reused for
+// the other (their kind ids differ).
 func (pl *DevicePack) refresh(cache *devices.NodeCache, nodes []fwk.NodeInfo, fresh bool) ([]devices.DeviceKind, []*devices.NodeDevices) {
 	if cache != pl.cache {
-		kinds, entries := cache.Refresh(nodeObjects(nodes), false, pl.fitScratch)
+		entries := pl.fitScratch[:0]
+		for _, n := range nodes {
+			e := cache.Lookup(n.Node())
+			if e == nil {
+				e = devices.ReadNodeDevices(n.Node(), pl.resources)
+			}
+			entries = append(entries, e)
+		}
 		pl.fitScratch = entries
-		return kinds, entries
+		return cache.Kinds(), entries
 	}
 	pl.cycles++
 	if !fresh && pl.handle != nil && pl.cycles%fullRefreshEvery == 0 {
