@@ -276,14 +276,7 @@ func (pl *DevicePack) shortlist(ctx context.Context, cycleState fwk.CycleState, 
 // readShortlist returns the state PreFilter wrote with a shortlist, nil
 // when it named none.
 func readShortlist(cycleState fwk.CycleState) *preScoreState {
-	if cycleState == nil {
-		return nil
-	}
-	c, err := cycleState.Read(preScoreStateKey)
-	if err != nil {
-		return nil
-	}
-	s, _ := c.(*preScoreState)
+	s := shared.ReadAs[*preScoreState](cycleState, preScoreStateKey)
 	if s == nil || s.listed == 0 {
 		return nil
 	}

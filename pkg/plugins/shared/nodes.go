@@ -36,16 +36,21 @@ func (n *Nodes) Clone() fwk.StateData { return n }
 
 // Read returns the cycle's Nodes, or nil when DeviceFit wrote none (not in
 // the profile, or it skipped the pod).
-func Read(cs fwk.CycleState) *Nodes {
+func Read(cs fwk.CycleState) *Nodes { return ReadAs[*Nodes](cs, Key) }
+
+// ReadAs returns the cycle state's entry under key as a T, the zero T when
+// there is none (or no cycle state, or another type).
+func ReadAs[T fwk.StateData](cs fwk.CycleState, key fwk.StateKey) T {
+	var zero T
 	if cs == nil {
-		return nil
+		return zero
 	}
-	d, err := cs.Read(Key)
+	d, err := cs.Read(key)
 	if err != nil {
-		return nil
+		return zero
 	}
-	n, _ := d.(*Nodes)
-	return n
+	v, _ := d.(T)
+	return v
 }
 
 // VerdictKey is the cycle state key of Verdict.
@@ -66,17 +71,7 @@ type Verdict struct {
 func (v *Verdict) Clone() fwk.StateData { return v }
 
 // ReadVerdict returns the cycle's Verdict, nil when DeviceFit wrote none.
-func ReadVerdict(cs fwk.CycleState) *Verdict {
-	if cs == nil {
-		return nil
-	}
-	d, err := cs.Read(VerdictKey)
-	if err != nil {
-		return nil
-	}
-	v, _ := d.(*Verdict)
-	return v
-}
+func ReadVerdict(cs fwk.CycleState) *Verdict { return ReadAs[*Verdict](cs, VerdictKey) }
 
 // ResourcesKey is a canonical form of device resource patterns.
 func ResourcesKey(patterns []string) string {
