@@ -3,7 +3,10 @@
 // snapshot anyway, and DevicePack's PreScore, in the same cycle, needs the
 // free devices of every node (scarcity) and each node's devices. Reading
 // them from the cycle state spares DevicePack a second walk over the
-// cluster (docs/performance.md, "One walk for both plugins").
+// cluster (docs/performance.md, "One walk for both plugins"). DeviceFit's
+// Filter verdict (Verdict) and the pod's own node rules (NodeRules) are
+// what DevicePack's shortlist reads to know the nodes the pod fits. Every
+// entry is written by one plugin and only read by the other.
 package shared
 
 import (
