@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/devicefit/devicefit/internal/cmdflags"
@@ -32,6 +34,7 @@ func soak(args []string, stdout, stderr io.Writer) int {
 		seed     = fs.Int64("seed", 42, "seed of the pods and departures")
 		policy   = fs.String("policy", replay.PolicyDeviceFit, "built-in policy to soak: default, mostallocated or devicefit")
 		config   = fs.String("devicefit-config", "manifests/scheduler-config.yaml", "KubeSchedulerConfiguration of the devicefit policy")
+		memProf  = fs.String("memprofile", "", "write a heap profile (pprof) to this file at the end, after a garbage collection")
 	)
 	rest, code, exit := cmd.Parse(args, stdout, stderr)
 	if exit {
@@ -49,6 +52,12 @@ func soak(args []string, stdout, stderr io.Writer) int {
 	samples, err := replay.Soak(ctx, pols[0], replay.SoakOptions{Nodes: *nodes, Arrivals: *arrivals, Seed: *seed, Samples: 10, Progress: stderr})
 	if err != nil {
 		return fail(err)
+	}
+	if *memProf != "" {
+		runtime.GC()
+		if err := writeFile(*memProf, pprof.WriteHeapProfile); err != nil {
+			return fail(err)
+		}
 	}
 	first, last := samples[0], samples[len(samples)-1]
 	heap := float64(last.LiveHeapBytes)/float64(first.LiveHeapBytes) - 1
