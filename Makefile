@@ -356,7 +356,7 @@ replay: $(BIN)/replay ## one replay: REPLAY_PODS (default the shared multigpu50 
 # arrivals, and the departures that keep 80-90% of the devices taken, through
 # the deployed profile on a generated SOAK_NODES-node fleet; fails when the
 # live heap of the last tenth exceeds the first tenth's by more than 10%, or
-# its CPU time per arrival by more than 20%. Not in CI (~20 min on 2 cores);
+# its CPU time per arrival by more than 20%. Not in CI (~32 min on 2 cores);
 # make test runs a short one (TestSoakClassesStayBounded).
 SOAK_NODES ?= 1000
 SOAK_ARRIVALS ?= 1000000
