@@ -46,6 +46,13 @@ type DRADevice struct {
 	// DRAUsage.consumed.
 	caps    []draCapacity
 	capBase int
+	// Plain: the device consumes no shared counters, serves one claim at a
+	// time and has no binding conditions. For a claim that asks a class's
+	// devices by count alone, as the scheduler's claim for a DRA-backed
+	// extended resource does, any plain free device is as good as another:
+	// the allocator's search gives the claim a device per unit whenever
+	// that many are free, in any order.
+	Plain bool
 }
 
 type counterUse struct {
@@ -87,6 +94,13 @@ type DRAInventory struct {
 	sets         [][]int
 	// nCaps is the number of capacities of shared devices.
 	nCaps int
+	// Irregular, when not empty, says what in the slices the model leaves
+	// out that the allocator counts: devices for several nodes (a node
+	// selector, all nodes), or pools the allocator refuses whole (a device
+	// named twice, or naming a counter its pool lacks) while the model
+	// drops only the device. Then the free devices of a node are not
+	// exactly what the allocator can give there.
+	Irregular string
 }
 
 // poolKey identifies a resource pool: pool names are unique per driver.
@@ -143,16 +157,25 @@ func (inv *DRAInventory) addPool(k poolKey, poolSlices []*resourceapi.ResourceSl
 			}
 		}
 	}
+	names := map[string]bool{}
 	for _, s := range poolSlices {
 		sliceNode := ptr.Deref(s.Spec.NodeName, "")
 		perDevice := ptr.Deref(s.Spec.PerDeviceNodeSelection, false)
 		for i := range s.Spec.Devices {
 			api := &s.Spec.Devices[i]
+			if names[api.Name] {
+				inv.irregular("pool " + k.pool + " names device " + api.Name + " twice")
+			}
+			names[api.Name] = true
 			node := sliceNode
 			if perDevice {
 				node = ptr.Deref(api.NodeName, "")
 			}
-			if node == "" || tainted(api) {
+			if node == "" {
+				inv.irregular("pool " + k.pool + " has devices for several nodes")
+				continue
+			}
+			if tainted(api) {
 				continue
 			}
 			d := &DRADevice{
@@ -174,9 +197,11 @@ func (inv *DRAInventory) addPool(k poolKey, poolSlices []*resourceapi.ResourceSl
 				// The API server rejects a pool whose devices name a counter
 				// it lacks only when it sees the whole pool; the allocator
 				// refuses such a device, and so do we.
+				inv.irregular("pool " + k.pool + " has a device naming a counter it lacks")
 				continue
 			}
 			d.Size = inv.size(d)
+			d.Plain = len(d.consumes) == 0 && !d.Shared() && len(api.BindingConditions) == 0
 			for _, name := range slices.Sorted(maps.Keys(api.Capacity)) {
 				d.caps = append(d.caps, newDRACapacity(name, api.Capacity[name]))
 			}
@@ -198,6 +223,13 @@ func (inv *DRAInventory) addPool(k poolKey, poolSlices []*resourceapi.ResourceSl
 				}
 			}
 		}
+	}
+}
+
+// irregular keeps the first reason Irregular gives.
+func (inv *DRAInventory) irregular(why string) {
+	if inv.Irregular == "" {
+		inv.Irregular = why
 	}
 }
 

@@ -153,7 +153,7 @@ func (v *View) NodePicks(n *devices.DRANode, reqs []Request, served func(Request
 				}
 				v.tracker.mu.Lock()
 				defer v.tracker.mu.Unlock()
-				return v.tracker.allMatch(v.ctx, r.selectors, d)
+				return v.tracker.allMatch(v.ctx, r.selectors, d) == celMatch
 			}
 		}
 		var found, memoised bool

@@ -49,9 +49,9 @@ type Tracker struct {
 	ids    map[structured.DeviceID]*devices.DRADevice
 	// verdicts caches, per CEL expression, its result on each device object;
 	// dropped with the inventory when the slices change.
-	verdicts map[string]map[*resourceapi.Device]bool
-	// classes caches each DeviceClass object's verdict per device id of inv.
-	classes map[*resourceapi.DeviceClass][]bool
+	verdicts map[string]map[*resourceapi.Device]celVerdict
+	// classes caches each DeviceClass object's verdicts on inv's devices.
+	classes map[*resourceapi.DeviceClass]classVerdicts
 	kinds   map[devices.DeviceKind]int
 	kindTab []devices.DeviceKind
 	// held is what claims hold of inv, kept from cycle to cycle (held.go);
@@ -63,8 +63,8 @@ type Tracker struct {
 func NewTracker() *Tracker {
 	return &Tracker{
 		cel:      cel.NewCache(celCacheSize, cel.Features{EnableConsumableCapacity: true}),
-		verdicts: map[string]map[*resourceapi.Device]bool{},
-		classes:  map[*resourceapi.DeviceClass][]bool{},
+		verdicts: map[string]map[*resourceapi.Device]celVerdict{},
+		classes:  map[*resourceapi.DeviceClass]classVerdicts{},
 		kinds:    map[devices.DeviceKind]int{},
 	}
 }
@@ -112,7 +112,8 @@ func (t *Tracker) View(ctx context.Context, m fwk.SharedDRAManager) (*View, erro
 	}
 	resolver := m.DeviceClassResolver()
 	for _, c := range classList {
-		class := &Class{Name: c.Name, Resource: ClassResource(resolver, c), matches: t.classMatches(ctx, c), obj: c}
+		cv := t.classMatches(ctx, c)
+		class := &Class{Name: c.Name, Resource: ClassResource(resolver, c), matches: cv.matches, uncountable: cv.uncountable, obj: c}
 		v.classes = append(v.classes, class)
 		v.byName[c.Name] = class
 	}
@@ -213,17 +214,44 @@ func (t *Tracker) refresh(sl []*resourceapi.ResourceSlice) {
 	clear(t.classes)
 }
 
+// celVerdict is a CEL selector's result on one device.
+type celVerdict int8
+
+const (
+	celNoMatch celVerdict = iota
+	celMatch
+	// celError: the expression failed to compile or to evaluate. The
+	// allocator then fails the node's Filter with an error.
+	celError
+)
+
+// classVerdicts is a class's verdict on each device of the inventory.
+type classVerdicts struct {
+	// matches[id]: every CEL selector of the class is true on device id.
+	matches []bool
+	// uncountable is Class.uncountable.
+	uncountable string
+}
+
 // classMatches returns, per device id, whether class c selects the device:
 // every CEL selector of the class is true (KEP-4381). A selector that fails
 // to compile or to evaluate selects nothing, as the allocator then
 // allocates nothing from the class.
-func (t *Tracker) classMatches(ctx context.Context, c *resourceapi.DeviceClass) []bool {
+func (t *Tracker) classMatches(ctx context.Context, c *resourceapi.DeviceClass) classVerdicts {
 	if m, ok := t.classes[c]; ok {
 		return m
 	}
-	out := make([]bool, len(t.inv.Devices))
+	out := classVerdicts{matches: make([]bool, len(t.inv.Devices))}
 	for i, d := range t.inv.Devices {
-		out[i] = t.allMatch(ctx, c.Spec.Selectors, d)
+		v := t.allMatch(ctx, c.Spec.Selectors, d)
+		out.matches[i] = v == celMatch
+		switch {
+		case out.uncountable != "":
+		case v == celError:
+			out.uncountable = "a selector fails on device " + d.Name + " of pool " + d.Pool
+		case v == celMatch && !d.Plain:
+			out.uncountable = "it selects device " + d.Name + " of pool " + d.Pool + ", which shares counters, serves several claims or has binding conditions"
+		}
 	}
 	if len(t.classes) > 4*celCacheSize {
 		clear(t.classes) // objects of deleted or updated classes
@@ -233,39 +261,45 @@ func (t *Tracker) classMatches(ctx context.Context, c *resourceapi.DeviceClass) 
 }
 
 // allMatch evaluates selectors on d, caching each expression's verdict per
-// device object.
-func (t *Tracker) allMatch(ctx context.Context, selectors []resourceapi.DeviceSelector, d *devices.DRADevice) bool {
+// device object: celMatch when all are true, else the first other verdict.
+func (t *Tracker) allMatch(ctx context.Context, selectors []resourceapi.DeviceSelector, d *devices.DRADevice) celVerdict {
 	for _, s := range selectors {
 		if s.CEL == nil {
-			return false
+			return celNoMatch
 		}
 		m := t.verdicts[s.CEL.Expression]
 		if m == nil {
-			m = map[*resourceapi.Device]bool{}
+			m = map[*resourceapi.Device]celVerdict{}
 			t.verdicts[s.CEL.Expression] = m
 		}
-		ok, seen := m[d.API]
+		v, seen := m[d.API]
 		if !seen {
-			ok = t.eval(ctx, s.CEL.Expression, d)
-			m[d.API] = ok
+			v = t.eval(ctx, s.CEL.Expression, d)
+			m[d.API] = v
 		}
-		if !ok {
-			return false
+		if v != celMatch {
+			return v
 		}
 	}
-	return true
+	return celMatch
 }
 
-func (t *Tracker) eval(ctx context.Context, expr string, d *devices.DRADevice) bool {
+func (t *Tracker) eval(ctx context.Context, expr string, d *devices.DRADevice) celVerdict {
 	r := t.cel.GetOrCompile(expr)
 	if r.Error != nil {
-		return false
+		return celError
 	}
 	ok, _, err := r.DeviceMatches(ctx, cel.Device{
 		Driver: d.Driver, Attributes: d.API.Attributes, Capacity: d.API.Capacity,
 		AllowMultipleAllocations: d.API.AllowMultipleAllocations,
 	})
-	return err == nil && ok
+	switch {
+	case err != nil:
+		return celError
+	case ok:
+		return celMatch
+	}
+	return celNoMatch
 }
 
 // kind interns k in the tracker's kind table.

@@ -25,7 +25,10 @@ type Class struct {
 	Resource v1.ResourceName
 	// matches[id]: the class's selectors select device id of the inventory.
 	matches []bool
-	obj     *resourceapi.DeviceClass
+	// uncountable, when not empty, says why the class's free devices on a
+	// node are not what the allocator can give there (CountsExactly).
+	uncountable string
+	obj         *resourceapi.DeviceClass
 }
 
 // Selects reports whether the class selects d.
@@ -134,6 +137,35 @@ func (v *View) ClassFor(name v1.ResourceName) *Class {
 		return nil
 	}
 	return v.byName[c.Name]
+}
+
+// CountsExactly returns "" when, on every node, the devices of class c
+// that the view finds free are exactly as many as the allocator could give
+// a claim asking c's devices by count alone: the claim the scheduler makes
+// for a DRA-backed extended resource (KEP-5004: one request per container,
+// each an exact count of the class, no selectors, constraints or
+// tolerations). Else it says why not. The count is exact when every device
+// the class selects is plain (no shared counters, for which the allocator
+// searches combinations; one claim at a time; no binding conditions), its
+// selectors evaluate without error (an error fails the allocator's Filter),
+// and every pool is one the model reads as the allocator does.
+func (v *View) CountsExactly(c *Class) string {
+	if v.inv.Irregular != "" {
+		return v.inv.Irregular
+	}
+	return c.uncountable
+}
+
+// Free returns how many of class c's devices on node n no claim holds, in
+// flight included (nil n: none).
+func (v *View) Free(n *devices.DRANode, c *Class) int64 {
+	var free int64
+	for _, e := range v.NodeEntries(n) {
+		if e.Class == c.Name {
+			free += e.Free
+		}
+	}
+	return free
 }
 
 // Kinds returns the kind table Entry.Kind indexes.

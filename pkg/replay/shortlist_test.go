@@ -17,8 +17,16 @@ import (
 // pods fail too) under the deployed profile and under the same profile
 // with DevicePack's shortlist off: every pod must land on the same node,
 // or fail in both. The shortlist must also have been used, in most cycles,
-// or the comparison proves nothing.
+// or the comparison proves nothing. Both device modes: nvidia.com/gpu from
+// a device plugin, and from ResourceSlices through a DeviceClass, where
+// DynamicResources allocates it and the shortlist counts the free devices.
 func TestShortlistPlacesAlike(t *testing.T) {
+	for _, mode := range []DeviceMode{DevicesPlugin, DevicesDRA} {
+		t.Run(string(mode), func(t *testing.T) { testShortlistPlacesAlike(t, mode) })
+	}
+}
+
+func testShortlistPlacesAlike(t *testing.T, mode DeviceMode) {
 	data, err := os.ReadFile(manifestsConfig)
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +49,7 @@ func TestShortlistPlacesAlike(t *testing.T) {
 	ctx := klog.NewContext(context.Background(), logr.New(onlyShortlist{logger.GetSink()}))
 	nodes, pods := benchFleet(200, 900)
 	cfg := Config{Nodes: nodes, Pods: pods, Fractional: FractionalRoundUp, Policies: pols,
-		Arrival: ArrivalOptions{Tune: 1.2, Order: OrderShuffle, Seed: 7}, Engine: EngineOptions{Parallelism: 2}}
+		Arrival: ArrivalOptions{Tune: 1.2, Order: OrderShuffle, Seed: 7}, Engine: EngineOptions{Parallelism: 2, Devices: mode}}
 	res, err := Run(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -69,6 +77,11 @@ func TestShortlistPlacesAlike(t *testing.T) {
 		t.Errorf("%d pods placed, %d failed: the trace should fill the fleet past full", placed, on.Final.FailedPods)
 	}
 	t.Logf("%d pods placed, %d failed, %d shortlists", placed, on.Final.FailedPods, listed.Load())
+	if n := listed.Load(); n > int64(placed) {
+		// Each arrival has one cycle; when no node fits, no list may be
+		// named (every plugin must say why on every node).
+		t.Errorf("%d shortlists for %d placed pods: some named nodes where the pod did not fit", n, placed)
+	}
 	if n := listed.Load(); n < int64(placed)/2 {
 		t.Errorf("the shortlist named nodes in %d cycles of %d placed pods: too few for the comparison to mean anything", n, placed)
 	}

@@ -79,7 +79,7 @@ func (pl *DeviceFit) writeState(cycleState fwk.CycleState, s *preFilterState) {
 	cycleState.Write(shared.VerdictKey, &shared.Verdict{Admits: func(ni fwk.NodeInfo) bool {
 		r, _ := s.reject(pl, ni)
 		return r == rejectNone
-	}})
+	}, DRAView: s.dra != nil})
 	if s.free != nil {
 		cycleState.Write(shared.Key, &shared.Nodes{Cache: pl.cache, Resources: pl.resourcesKey, Free: s.free})
 	}

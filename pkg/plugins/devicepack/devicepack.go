@@ -85,6 +85,7 @@ type DevicePack struct {
 	rawScratch               []int64
 	spreadListers            *spreadListers
 	taintComparisonOperators bool
+	draGates                 draGates
 }
 
 type weights struct {
@@ -135,6 +136,11 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 
 		shortlistOn:              args.Shortlist,
 		taintComparisonOperators: utilfeature.DefaultFeatureGate.Enabled(features.TaintTolerationComparisonOperators),
+		draGates: draGates{
+			extendedResource: utilfeature.DefaultFeatureGate.Enabled(features.DRAExtendedResource),
+			deviceTaints:     utilfeature.DefaultFeatureGate.Enabled(features.DRADeviceTaints),
+			nodeAllocatable:  utilfeature.DefaultFeatureGate.Enabled(features.DRANodeAllocatableResources),
+		},
 	}
 	for _, v := range args.ProductValues {
 		p, err := devices.ParseProductPattern(v.Product)

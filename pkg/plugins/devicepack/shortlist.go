@@ -34,8 +34,9 @@ import (
 // The list is exact or absent. PreFilter gives no list, and the cycle runs
 // as before, whenever it cannot reproduce the framework's verdicts and
 // scores: a profile with Filter or Score plugins it does not know, or in a
-// different order; pods with claims or DRA-served extended resources
-// (DynamicResources allocates in Filter), host ports, volumes other than
+// different order; pods with claims (DynamicResources allocates in
+// Filter) or DRA-served extended resources it cannot count exactly
+// (shortlistdra.go), host ports, volumes other than
 // those no plugin filters on, inter-pod (anti-)affinity, topology spread
 // (their own, or the system default for pods of services and controllers),
 // preferred node affinity, a nominated node; clusters with pods whose
@@ -89,6 +90,9 @@ type profileShortlist struct {
 	// weight is DevicePack's Score weight; imageWeight ImageLocality's (0:
 	// not scoring).
 	weight, imageWeight int64
+	// draWhy, when not empty, is why the profile lets the shortlist judge
+	// no DRA-served request (shortlistdra.go).
+	draWhy string
 }
 
 // profileNames are the plugins of the profile at the extension points the
@@ -164,7 +168,27 @@ func (pl *DevicePack) readProfile() profileShortlist {
 	if slices.Contains(names.filter, "DeviceFit") && !seen["DeviceFit"] {
 		return profileShortlist{why: "DeviceFit's PreFilter does not run before DevicePack's"}
 	}
+	p.draWhy = draOrder(names)
 	return p
+}
+
+// draOrder says why the profile's order lets the shortlist judge no
+// DRA-served request, "" when it does: DynamicResources must filter, and
+// DeviceFit, which gathers the DRA view, must run its PreFilter before
+// DynamicResources gathers its state (shortlistdra.go).
+func draOrder(names *profileNames) string {
+	if !slices.Contains(names.filter, "DynamicResources") || !slices.Contains(names.filter, "DeviceFit") {
+		return "DynamicResources or DeviceFit does not filter"
+	}
+	for _, n := range names.preFilter {
+		switch n {
+		case "DeviceFit":
+			return ""
+		case "DynamicResources":
+			return "DynamicResources' PreFilter runs before DeviceFit's"
+		}
+	}
+	return "DeviceFit has no PreFilter"
 }
 
 // shortlist returns the PreFilterResult naming the nodes that can win, and
@@ -193,7 +217,11 @@ func (pl *DevicePack) shortlist(ctx context.Context, cycleState fwk.CycleState, 
 		return nil
 	}
 	req, ok := d.(podRequest)
-	if !ok || pl.draServes(req) || pl.affinitySelects(pod) {
+	if !ok || pl.affinitySelects(pod) {
+		return nil
+	}
+	draFit, ok := pl.draShortlist(ctx, cycleState, pod, req)
+	if !ok {
 		return nil
 	}
 	verdict := shared.ReadVerdict(cycleState)
@@ -205,7 +233,7 @@ func (pl *DevicePack) shortlist(ctx context.Context, cycleState fwk.CycleState, 
 	if verdict != nil && len(verdict.Listed) == len(nodes) {
 		listed = verdict.Listed
 	}
-	fit := newFitCheck(req)
+	fit := newFitCheck(req, draFit)
 	for j, ni := range nodes {
 		if listed != nil && !listed[j] {
 			// Outside DeviceFit's candidate list: never filtered.
@@ -353,30 +381,6 @@ func hostPorts(containers []v1.Container) bool {
 	return false
 }
 
-// draServes reports whether some extended resource the pod requests is
-// served by a DeviceClass: NodeResourcesFit then leaves it to
-// DynamicResources on nodes that do not advertise it.
-func (pl *DevicePack) draServes(req podRequest) bool {
-	scalars := req.GetScalarResources()
-	if len(scalars) == 0 {
-		return false
-	}
-	m := pl.handle.SharedDRAManager()
-	if m == nil {
-		return false
-	}
-	classes := m.DeviceClassResolver()
-	if classes == nil {
-		return false
-	}
-	for name := range scalars {
-		if classes.GetDeviceClass(name) != nil {
-			return true
-		}
-	}
-	return false
-}
-
 // affinitySelects reports whether a pod already placed has an inter-pod
 // (anti-)affinity term that may select this pod: InterPodAffinity's Filter
 // (required anti-affinity) and Score (the others) then tell nodes apart.
@@ -423,10 +427,13 @@ func selects(pod *v1.Pod, t *fwk.AffinityTerm) bool {
 // fitCheck is NodeResourcesFit's Filter for a pod not yet on any node: the
 // pod count, then each resource the pod requests against the node's
 // allocatable minus requested. The scalar requests are listed once per
-// cycle, not iterated from the map on every node.
+// cycle, not iterated from the map on every node. A DRA-served resource is
+// judged as DynamicResources' Filter would on the nodes that do not
+// advertise it (dra, shortlistdra.go).
 type fitCheck struct {
 	cpu, mem, storage int64
 	scalars           []scalarRequest
+	dra               *draFit
 }
 
 type scalarRequest struct {
@@ -434,8 +441,8 @@ type scalarRequest struct {
 	n    int64
 }
 
-func newFitCheck(req podRequest) fitCheck {
-	c := fitCheck{cpu: req.GetMilliCPU(), mem: req.GetMemory(), storage: req.GetEphemeralStorage()}
+func newFitCheck(req podRequest, dra *draFit) fitCheck {
+	c := fitCheck{cpu: req.GetMilliCPU(), mem: req.GetMemory(), storage: req.GetEphemeralStorage(), dra: dra}
 	for name, n := range req.GetScalarResources() {
 		if n > 0 {
 			c.scalars = append(c.scalars, scalarRequest{name, n})
@@ -459,7 +466,15 @@ func (c *fitCheck) fits(ni fwk.NodeInfo) bool {
 		return false
 	}
 	for _, r := range c.scalars {
-		if r.n > alloc.GetScalarResources()[r.name]-used.GetScalarResources()[r.name] {
+		a := alloc.GetScalarResources()[r.name]
+		if c.dra != nil && r.name == c.dra.resource && a <= 0 {
+			// NodeResourcesFit delegates it (shouldDelegateResourceToDRA).
+			if !c.dra.fits(ni.Node()) {
+				return false
+			}
+			continue
+		}
+		if r.n > a-used.GetScalarResources()[r.name] {
 			return false
 		}
 	}

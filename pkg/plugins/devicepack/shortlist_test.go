@@ -84,7 +84,7 @@ func TestFits(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newFitCheck(tc.req)
+			c := newFitCheck(tc.req, nil)
 			if got := c.fits(tc.node); got != tc.want {
 				t.Errorf("fits = %v, want %v", got, tc.want)
 			}
@@ -136,8 +136,8 @@ func pluginSet(names ...string) schedconfig.PluginSet {
 func TestReadProfile(t *testing.T) {
 	deployed := func() schedconfig.Plugins {
 		p := schedconfig.Plugins{
-			PreFilter: pluginSet("NodeAffinity", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity", "DeviceFit", Name),
-			Filter:    pluginSet("NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodeResourcesFit", "NodeDeclaredFeatures", "DeviceFit"),
+			PreFilter: pluginSet("DeviceFit", "NodeAffinity", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity", "DynamicResources", Name),
+			Filter:    pluginSet("NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodeResourcesFit", "NodeDeclaredFeatures", "DynamicResources", "DeviceFit"),
 		}
 		p.Score.Enabled = []schedconfig.Plugin{{Name: "TaintToleration", Weight: 3}, {Name: "ImageLocality", Weight: 1}, {Name: Name, Weight: 10}}
 		return p
@@ -147,20 +147,29 @@ func TestReadProfile(t *testing.T) {
 		change        func(*schedconfig.Plugins)
 		ok            bool
 		weight, image int64
+		// dra: the shortlist judges DRA-served requests (ok only).
+		dra bool
 	}{
-		{"the deployed profile", func(*schedconfig.Plugins) {}, true, 10, 1},
+		{"the deployed profile", func(*schedconfig.Plugins) {}, true, 10, 1, true},
+		{"DynamicResources' PreFilter before DeviceFit's (upstream's multiPoint order)", func(p *schedconfig.Plugins) {
+			p.PreFilter = pluginSet("NodeResourcesFit", "DynamicResources", "DeviceFit", Name)
+		}, true, 10, 1, false},
+		{"no DynamicResources", func(p *schedconfig.Plugins) {
+			p.PreFilter = pluginSet("DeviceFit", "NodeResourcesFit", Name)
+			p.Filter = pluginSet("NodeResourcesFit", "DeviceFit")
+		}, true, 10, 1, false},
 		{"a Filter plugin it does not know", func(p *schedconfig.Plugins) {
 			p.Filter.Enabled = append(p.Filter.Enabled, schedconfig.Plugin{Name: "Custom"})
-		}, false, 0, 0},
+		}, false, 0, 0, false},
 		{"NodeResourcesFit scoring (LeastAllocated tells nodes apart)", func(p *schedconfig.Plugins) {
 			p.Score.Enabled = append(p.Score.Enabled, schedconfig.Plugin{Name: "NodeResourcesFit", Weight: 1})
-		}, false, 0, 0},
+		}, false, 0, 0, false},
 		{"DeviceFit's PreFilter after DevicePack's", func(p *schedconfig.Plugins) {
 			p.PreFilter = pluginSet("NodeResourcesFit", Name, "DeviceFit")
-		}, false, 0, 0},
+		}, false, 0, 0, false},
 		{"no NodeResourcesFit PreFilter", func(p *schedconfig.Plugins) {
 			p.PreFilter = pluginSet("DeviceFit", Name)
-		}, false, 0, 0},
+		}, false, 0, 0, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -168,8 +177,8 @@ func TestReadProfile(t *testing.T) {
 			tc.change(&plugins)
 			pl := &DevicePack{handle: &listingHandle{plugins: plugins}}
 			got := pl.readProfile()
-			if got.ok != tc.ok || got.weight != tc.weight || got.imageWeight != tc.image {
-				t.Errorf("readProfile = %+v, want ok %v, weight %d, ImageLocality %d", got, tc.ok, tc.weight, tc.image)
+			if got.ok != tc.ok || got.weight != tc.weight || got.imageWeight != tc.image || got.ok && (got.draWhy == "") != tc.dra {
+				t.Errorf("readProfile = %+v, want ok %v, weight %d, ImageLocality %d, DRA %v", got, tc.ok, tc.weight, tc.image, tc.dra)
 			}
 			if !got.ok && got.why == "" {
 				t.Error("no reason given")

@@ -68,6 +68,10 @@ type Verdict struct {
 	// Listed, when DeviceFit's PreFilter named candidate nodes, says which
 	// of PreFilter's nodes (aligned with them) it named; nil otherwise.
 	Listed []bool
+	// DRAView: DeviceFit's PreFilter read the cycle's DRA view
+	// (dra.ForCycle) for a DRA-served request, so the view's allocated
+	// state was gathered there.
+	DRAView bool
 }
 
 // Clone implements fwk.StateData; Verdict is never modified once written.
