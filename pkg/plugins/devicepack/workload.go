@@ -1,6 +1,7 @@
 package devicepack
 
 import (
+	"hash/maphash"
 	"math"
 	"math/bits"
 	"sort"
@@ -289,27 +290,34 @@ func roundUp6(v int64) int64 {
 
 // seenSet remembers recent pod UIDs in two generations: when the current one
 // is full it becomes the old one, so memory stays bounded and a pod retried
-// within about max newer pods is not counted twice.
+// within about max newer pods is not counted twice. It keeps a 64-bit hash
+// of each UID, not the string: the observed workload's set holds up to
+// 131072 of them for the life of the scheduler, 2 MiB so against 9 with the
+// strings (the soak's live heap, docs/performance.md). Two UIDs with one
+// hash (about one chance in 10^9 among that many) only leave a pod out of
+// the workload's counts.
 type seenSet struct {
 	max      int
-	cur, old map[string]struct{}
+	seed     maphash.Seed
+	cur, old map[uint64]struct{}
 }
 
 func newSeenSet(max int) seenSet {
-	return seenSet{max: max, cur: map[string]struct{}{}, old: map[string]struct{}{}}
+	return seenSet{max: max, seed: maphash.MakeSeed(), cur: map[uint64]struct{}{}, old: map[uint64]struct{}{}}
 }
 
 // insert reports whether uid is new.
 func (s *seenSet) insert(uid string) bool {
-	if _, ok := s.cur[uid]; ok {
+	h := maphash.String(s.seed, uid)
+	if _, ok := s.cur[h]; ok {
 		return false
 	}
-	if _, ok := s.old[uid]; ok {
+	if _, ok := s.old[h]; ok {
 		return false
 	}
 	if len(s.cur) >= s.max {
-		s.old, s.cur = s.cur, make(map[string]struct{}, s.max)
+		s.old, s.cur = s.cur, make(map[uint64]struct{}, s.max)
 	}
-	s.cur[uid] = struct{}{}
+	s.cur[h] = struct{}{}
 	return true
 }
