@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -239,5 +240,33 @@ func TestObservedClassesStayBounded(t *testing.T) {
 	}
 	if n := len(wl.Classes()); n != maxClasses {
 		t.Errorf("snapshot has %d classes, want %d", n, maxClasses)
+	}
+}
+
+// TestSeenSet: a pod is counted once while it is among the last max to
+// max*2 pods seen, and the two generations bound what is kept.
+func TestSeenSet(t *testing.T) {
+	s := newSeenSet(4)
+	for i := range 4 {
+		if !s.insert("uid-" + strconv.Itoa(i)) {
+			t.Fatalf("uid-%d: not new", i)
+		}
+	}
+	if s.insert("uid-0") {
+		t.Error("uid-0 counted twice")
+	}
+	for i := 4; i < 8; i++ {
+		s.insert("uid-" + strconv.Itoa(i))
+	}
+	// uid-0..3 are the old generation now, uid-4..7 the current one.
+	if s.insert("uid-3") || s.insert("uid-7") {
+		t.Error("a pod of either generation counted twice")
+	}
+	s.insert("uid-8") // a new generation: uid-0..3 are forgotten
+	if !s.insert("uid-0") {
+		t.Error("uid-0 remembered past two generations")
+	}
+	if n := len(s.cur) + len(s.old); n > 2*4 {
+		t.Errorf("%d hashes kept, bound 8", n)
 	}
 }
