@@ -9,9 +9,9 @@ import (
 )
 
 // InventorySource returns what devicefit_devices reads of the DRA devices
-// at scrape time: every node's entries in a view of its own (scrapes run
-// beside scheduling cycles; the tracker's caches are shared, the view is
-// not).
+// at scrape time: every node's entries in a view of t. Scrapes run beside
+// scheduling cycles: t should be a tracker of their own, not one that
+// cycles read, whose held state a scrape would move between two cycles.
 func InventorySource(t *Tracker, m func() fwk.SharedDRAManager) func() (map[string][]metrics.DRAEntry, error) {
 	return func() (map[string][]metrics.DRAEntry, error) {
 		v, err := t.View(context.Background(), m())

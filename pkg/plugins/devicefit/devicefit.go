@@ -131,7 +131,7 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 		// DevicePack, when in the profile, supplies a source that also knows
 		// the workload; this one serves the gauges without it.
 		metrics.SetInventorySource(metrics.Source{Nodes: pl.nodes, Pods: core.Pods().Lister(), Resources: set,
-			DRA: dra.InventorySource(pl.dra, h.SharedDRAManager)})
+			DRA: dra.InventorySource(dra.NewTracker(), h.SharedDRAManager)})
 	}
 	return pl, nil
 }

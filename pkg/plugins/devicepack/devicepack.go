@@ -158,7 +158,10 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 		core := h.SharedInformerFactory().Core().V1()
 		metrics.SetInventorySource(metrics.Source{
 			Nodes: core.Nodes().Lister(), Pods: core.Pods().Lister(), Resources: set, Workload: func(pods []*v1.Pod) *devices.Workload { return strandingWorkload(args, pods) },
-			DRA: dra.InventorySource(pl.dra, h.SharedDRAManager),
+			// A tracker of the scrape's own: a scrape's view would
+			// otherwise move the held state the scheduling cycles'
+			// views are computed from, between two of them.
+			DRA: dra.InventorySource(dra.NewTracker(), h.SharedDRAManager),
 		})
 	}
 	return pl, nil
