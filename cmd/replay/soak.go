@@ -34,7 +34,7 @@ func soak(args []string, stdout, stderr io.Writer) int {
 		seed     = fs.Int64("seed", 42, "seed of the pods and departures")
 		policy   = fs.String("policy", replay.PolicyDeviceFit, "built-in policy to soak: default, mostallocated or devicefit")
 		config   = fs.String("devicefit-config", "manifests/scheduler-config.yaml", "KubeSchedulerConfiguration of the devicefit policy")
-		memProf  = fs.String("memprofile", "", "write a heap profile (pprof) to this file at the end, after a garbage collection")
+		memProf  = fs.String("memprofile", "", "write heap profiles (pprof), after a garbage collection, to FILE.1 … FILE.10 after each tenth (compare two with go tool pprof -base; GODEBUG=memprofilerate=4096 for finer ones)")
 	)
 	rest, code, exit := cmd.Parse(args, stdout, stderr)
 	if exit {
@@ -49,15 +49,16 @@ func soak(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	samples, err := replay.Soak(ctx, pols[0], replay.SoakOptions{Nodes: *nodes, Arrivals: *arrivals, Seed: *seed, Samples: 10, Progress: stderr})
+	opts := replay.SoakOptions{Nodes: *nodes, Arrivals: *arrivals, Seed: *seed, Samples: 10, Progress: stderr}
+	if *memProf != "" {
+		opts.AfterPart = func(part int) error {
+			runtime.GC()
+			return writeFile(fmt.Sprintf("%s.%d", *memProf, part), pprof.WriteHeapProfile)
+		}
+	}
+	samples, err := replay.Soak(ctx, pols[0], opts)
 	if err != nil {
 		return fail(err)
-	}
-	if *memProf != "" {
-		runtime.GC()
-		if err := writeFile(*memProf, pprof.WriteHeapProfile); err != nil {
-			return fail(err)
-		}
 	}
 	first, last := samples[0], samples[len(samples)-1]
 	heap := float64(last.LiveHeapBytes)/float64(first.LiveHeapBytes) - 1

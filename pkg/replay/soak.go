@@ -43,6 +43,9 @@ type SoakOptions struct {
 	Samples int
 	// Progress receives a line per sample; nil for none.
 	Progress io.Writer
+	// AfterPart, when set, runs after each part (numbered from 1), its CPU
+	// time left out of the next part's (a heap profile, say).
+	AfterPart func(part int) error
 }
 
 // SoakSample is the state after one part of the arrivals.
@@ -151,6 +154,11 @@ func Soak(ctx context.Context, pol Policy, opts SoakOptions) ([]SoakSample, erro
 			if opts.Progress != nil {
 				fmt.Fprintf(opts.Progress, "%s: %d arrivals, %d departures, %d failed, live heap %.1f MiB, %.0f µs CPU per arrival, %d classes\n",
 					pol.Name, i+1, cur.Departures, cur.Failed, float64(cur.LiveHeapBytes)/(1<<20), float64(cur.CPUPerArrival)/1e3, cur.Classes)
+			}
+			if opts.AfterPart != nil {
+				if err := opts.AfterPart(len(out)); err != nil {
+					return nil, err
+				}
 			}
 			cur = SoakSample{Classes: -1}
 			start = cpuTime()
