@@ -53,6 +53,8 @@ type SoakSample struct {
 	Arrivals   int `json:"arrivals"`
 	Departures int `json:"departures"`
 	Failed     int `json:"failed"`
+	// Running is the pods placed and not departed at the part's end.
+	Running int `json:"running"`
 	// LiveHeapBytes is the highest heap in use right after a garbage
 	// collection, over heapProbes readings spread over the part.
 	LiveHeapBytes uint64 `json:"live_heap_bytes"`
@@ -131,6 +133,8 @@ func Soak(ctx context.Context, pol Policy, opts SoakOptions) ([]SoakSample, erro
 				k := rng.intn(len(live))
 				r := live[k]
 				live[k] = live[len(live)-1]
+				// The slot past the end would keep a departed pod alive.
+				live[len(live)-1] = running{}
 				live = live[:len(live)-1]
 				if err := s.depart(logger, r.pod, r.node); err != nil {
 					return nil, fmt.Errorf("soak departure of %s: %w", r.pod.Name, err)
@@ -147,13 +151,14 @@ func Soak(ctx context.Context, pol Policy, opts SoakOptions) ([]SoakSample, erro
 		if (i+1)*samples/opts.Arrivals != i*samples/opts.Arrivals {
 			used := cpuTime() - start
 			cur.CPUPerArrival = used / time.Duration(cur.Arrivals)
+			cur.Running = len(live)
 			if pack != nil {
 				cur.Classes = pack.ObservedClasses()
 			}
 			out = append(out, cur)
 			if opts.Progress != nil {
-				fmt.Fprintf(opts.Progress, "%s: %d arrivals, %d departures, %d failed, live heap %.1f MiB, %.0f µs CPU per arrival, %d classes\n",
-					pol.Name, i+1, cur.Departures, cur.Failed, float64(cur.LiveHeapBytes)/(1<<20), float64(cur.CPUPerArrival)/1e3, cur.Classes)
+				fmt.Fprintf(opts.Progress, "%s: %d arrivals, %d departures, %d failed, %d running, live heap %.1f MiB, %.0f µs CPU per arrival, %d classes\n",
+					pol.Name, i+1, cur.Departures, cur.Failed, cur.Running, float64(cur.LiveHeapBytes)/(1<<20), float64(cur.CPUPerArrival)/1e3, cur.Classes)
 			}
 			if opts.AfterPart != nil {
 				if err := opts.AfterPart(len(out)); err != nil {

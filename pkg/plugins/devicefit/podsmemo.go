@@ -51,6 +51,8 @@ func (s *preFilterState) memoFor(j int, ni fwk.NodeInfo, e *devices.NodeDevices)
 	}
 	m.entry = e.ID()
 	m.pods = append(m.pods[:0], pods...)
+	// Past the end, the pods of an earlier, fuller node: not kept alive.
+	clear(m.pods[len(m.pods):cap(m.pods)])
 	m.free = slices.Grow(m.free[:0], len(e.Devices))[:len(e.Devices)]
 	requested := ni.GetRequested().GetScalarResources()
 	for i := range e.Devices {
