@@ -168,6 +168,10 @@ func (pl *DevicePack) readProfile() profileShortlist {
 	if slices.Contains(names.filter, "DeviceFit") && !seen["DeviceFit"] {
 		return profileShortlist{why: "DeviceFit's PreFilter does not run before DevicePack's"}
 	}
+	if slices.Contains(names.preFilter, "NodeDeclaredFeatures") && !seen["NodeDeclaredFeatures"] {
+		// Its state says whether the pod needs node features.
+		return profileShortlist{why: "NodeDeclaredFeatures' PreFilter does not run before DevicePack's"}
+	}
 	p.draWhy = draOrder(names)
 	return p
 }

@@ -136,7 +136,7 @@ func pluginSet(names ...string) schedconfig.PluginSet {
 func TestReadProfile(t *testing.T) {
 	deployed := func() schedconfig.Plugins {
 		p := schedconfig.Plugins{
-			PreFilter: pluginSet("DeviceFit", "NodeAffinity", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity", "DynamicResources", Name),
+			PreFilter: pluginSet("DeviceFit", "NodeResourcesFit", "NodeDeclaredFeatures", Name, "NodeAffinity", "PodTopologySpread", "InterPodAffinity", "DynamicResources"),
 			Filter:    pluginSet("NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodeResourcesFit", "NodeDeclaredFeatures", "DynamicResources", "DeviceFit"),
 		}
 		p.Score.Enabled = []schedconfig.Plugin{{Name: "TaintToleration", Weight: 3}, {Name: "ImageLocality", Weight: 1}, {Name: Name, Weight: 10}}
@@ -166,6 +166,9 @@ func TestReadProfile(t *testing.T) {
 		}, false, 0, 0, false},
 		{"DeviceFit's PreFilter after DevicePack's", func(p *schedconfig.Plugins) {
 			p.PreFilter = pluginSet("NodeResourcesFit", Name, "DeviceFit")
+		}, false, 0, 0, false},
+		{"NodeDeclaredFeatures' PreFilter after DevicePack's", func(p *schedconfig.Plugins) {
+			p.PreFilter = pluginSet("DeviceFit", "NodeResourcesFit", Name, "NodeDeclaredFeatures")
 		}, false, 0, 0, false},
 		{"no NodeResourcesFit PreFilter", func(p *schedconfig.Plugins) {
 			p.PreFilter = pluginSet("DeviceFit", Name)
