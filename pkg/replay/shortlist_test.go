@@ -35,17 +35,6 @@ func testShortlistPlacesAlike(t *testing.T, mode DeviceMode) {
 	if !strings.Contains(string(data), penalty) {
 		t.Fatalf("%s: no %q line to add shortlist: false after", manifestsConfig, strings.TrimSpace(penalty))
 	}
-	if mode == DevicesDRA {
-		// The DRA count needs DeviceFit's PreFilter before DynamicResources'
-		// (shortlistdra.go); the deployed profile does not order it so yet:
-		// a PreFilter rejection by DeviceFit then leaves the other plugins'
-		// states unwritten, and preemption's message reads "not found".
-		const multi = "    plugins:\n      multiPoint:\n"
-		if !strings.Contains(string(data), multi) {
-			t.Fatalf("%s: no multiPoint section", manifestsConfig)
-		}
-		data = []byte(strings.Replace(string(data), multi, "    plugins:\n      preFilter:\n        enabled:\n          - name: DeviceFit\n          - name: NodeResourcesFit\n          - name: NodeDeclaredFeatures\n          - name: DevicePack\n      multiPoint:\n", 1))
-	}
 	onPath := filepath.Join(t.TempDir(), "shortlist.yaml")
 	if err := os.WriteFile(onPath, data, 0o644); err != nil {
 		t.Fatal(err)

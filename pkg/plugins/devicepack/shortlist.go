@@ -176,23 +176,18 @@ func (pl *DevicePack) readProfile() profileShortlist {
 	return p
 }
 
-// draOrder says why the profile's order lets the shortlist judge no
-// DRA-served request, "" when it does: DynamicResources must filter, and
-// DeviceFit, which gathers the DRA view, must run its PreFilter before
-// DynamicResources gathers its state (shortlistdra.go).
+// draOrder says why the profile lets the shortlist judge no DRA-served
+// request, "" when it does: DynamicResources, which allocates the devices,
+// and DeviceFit, whose PreFilter gathers the DRA view, must both filter.
+// Their order does not matter (shortlistdra.go).
 func draOrder(names *profileNames) string {
 	if !slices.Contains(names.filter, "DynamicResources") || !slices.Contains(names.filter, "DeviceFit") {
 		return "DynamicResources or DeviceFit does not filter"
 	}
-	for _, n := range names.preFilter {
-		switch n {
-		case "DeviceFit":
-			return ""
-		case "DynamicResources":
-			return "DynamicResources' PreFilter runs before DeviceFit's"
-		}
+	if !slices.Contains(names.preFilter, "DeviceFit") {
+		return "DeviceFit has no PreFilter"
 	}
-	return "DeviceFit has no PreFilter"
+	return ""
 }
 
 // shortlist returns the PreFilterResult naming the nodes that can win, and

@@ -134,9 +134,11 @@ func pluginSet(names ...string) schedconfig.PluginSet {
 }
 
 func TestReadProfile(t *testing.T) {
+	// The deployed profile's order: multiPoint puts upstream's plugins
+	// first, then DeviceFit and DevicePack.
 	deployed := func() schedconfig.Plugins {
 		p := schedconfig.Plugins{
-			PreFilter: pluginSet("DeviceFit", "NodeResourcesFit", "NodeDeclaredFeatures", Name, "NodeAffinity", "PodTopologySpread", "InterPodAffinity", "DynamicResources"),
+			PreFilter: pluginSet("NodeAffinity", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity", "DynamicResources", "NodeDeclaredFeatures", "DeviceFit", Name),
 			Filter:    pluginSet("NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodeResourcesFit", "NodeDeclaredFeatures", "DynamicResources", "DeviceFit"),
 		}
 		p.Score.Enabled = []schedconfig.Plugin{{Name: "TaintToleration", Weight: 3}, {Name: "ImageLocality", Weight: 1}, {Name: Name, Weight: 10}}
@@ -151,9 +153,12 @@ func TestReadProfile(t *testing.T) {
 		dra bool
 	}{
 		{"the deployed profile", func(*schedconfig.Plugins) {}, true, 10, 1, true},
-		{"DynamicResources' PreFilter before DeviceFit's (upstream's multiPoint order)", func(p *schedconfig.Plugins) {
-			p.PreFilter = pluginSet("NodeResourcesFit", "DynamicResources", "DeviceFit", Name)
-		}, true, 10, 1, false},
+		{"DeviceFit's PreFilter before DynamicResources'", func(p *schedconfig.Plugins) {
+			p.PreFilter = pluginSet("DeviceFit", "NodeResourcesFit", "DynamicResources", Name)
+		}, true, 10, 1, true},
+		{"DeviceFit filters without a PreFilter", func(p *schedconfig.Plugins) {
+			p.PreFilter = pluginSet("NodeResourcesFit", "DynamicResources", Name)
+		}, false, 0, 0, false},
 		{"no DynamicResources", func(p *schedconfig.Plugins) {
 			p.PreFilter = pluginSet("DeviceFit", "NodeResourcesFit", Name)
 			p.Filter = pluginSet("NodeResourcesFit", "DeviceFit")

@@ -23,13 +23,21 @@ import (
 // the class selects that no claim holds, in-flight allocations included,
 // from the same GatherAllocatedState.
 //
-// The view must not be newer than DynamicResources' state: a device freed
-// in between would be counted here and not there, and the node, listed,
-// would fail DynamicResources' Filter. DynamicResources gathers its state
-// in PreFilter; so the shortlist judges DRA-served requests only when
-// DeviceFit's PreFilter, which gathers the view, runs before it (the
-// deployed profile orders it first). A device freed in between then makes
-// the view stricter than DynamicResources, never looser.
+// The view and DynamicResources' state are gathered at two PreFilter
+// plugins, from the same DRA manager's claims. Upstream's claim tracker
+// assumes the scheduler is the only one that allocates devices
+// (isSchedulableAfterClaimChange), so between the two gatherings only a
+// deallocation can land. With DeviceFit after DynamicResources, as
+// multiPoint orders them, the view may then count one device more than
+// DynamicResources: the node holding it may be listed and fail
+// DynamicResources' Filter. Another listed node takes the pod, or the cycle
+// fails and the deallocation requeues the pod (the hint returns Queue for
+// it). DeviceFit's own candidate list, judged on the same view, has had the
+// same window all along: the shortlist adds none. Ordering DeviceFit's
+// PreFilter first would close it but costs more than it saves: a PreFilter
+// rejection that is UnschedulableAndUnresolvable stops the framework before
+// the other plugins write their states, and preemption then fails reading
+// them.
 
 // draGates are the feature gates the count assumes: DRA-backed extended
 // resources on, device taints honoured (the view, like the allocator for a
