@@ -97,7 +97,7 @@ func (pl *DevicePack) draShortlist(ctx context.Context, cs fwk.CycleState, pod *
 		return nil, false
 	}
 	if v := shared.ReadVerdict(cs); v == nil || !v.DRAView {
-		// DeviceFit did not gather the view before DynamicResources did.
+		// DeviceFit gathered no DRA view for this pod.
 		return nil, false
 	}
 	view, err := pl.draView(ctx, cs)
