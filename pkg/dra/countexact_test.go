@@ -61,10 +61,10 @@ func TestCountsExactly(t *testing.T) {
 				t.Fatalf("CountsExactly = %q, want %q", got, tc.want)
 			}
 			if tc.want == "" {
-				if free := v.Free(v.Node("n1"), c); free != tc.free {
+				if _, free := v.Count(v.Node("n1"), c.Name); free != tc.free {
 					t.Errorf("Free(n1) = %d, want %d", free, tc.free)
 				}
-				if free := v.Free(v.Node("none"), c); free != 0 {
+				if _, free := v.Count(v.Node("none"), c.Name); free != 0 {
 					t.Errorf("Free of a node without devices = %d", free)
 				}
 			}

@@ -156,16 +156,17 @@ func (v *View) CountsExactly(c *Class) string {
 	return c.uncountable
 }
 
-// Free returns how many of class c's devices on node n no claim holds, in
-// flight included (nil n: none).
-func (v *View) Free(n *devices.DRANode, c *Class) int64 {
-	var free int64
+// Count returns how many of the devices the class named class selects are
+// on node n, and how many of them no claim holds, in flight included (nil
+// n: none).
+func (v *View) Count(n *devices.DRANode, class string) (total, free int64) {
 	for _, e := range v.NodeEntries(n) {
-		if e.Class == c.Name {
+		if e.Class == class {
+			total += e.Total
 			free += e.Free
 		}
 	}
-	return free
+	return total, free
 }
 
 // Kinds returns the kind table Entry.Kind indexes.

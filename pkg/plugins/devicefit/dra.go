@@ -83,13 +83,7 @@ func (pl *DeviceFit) draView(ctx context.Context, cs fwk.CycleState) (*dra.View,
 func (s *preFilterState) judgeDRA(node *devices.DRANode, i int) (draNode, bool) {
 	dr := s.dra[i]
 	var n draNode
-	entries := s.view.NodeEntries(node)
-	for _, e := range entries {
-		if e.Class == dr.class.Name {
-			n.total += e.Total
-			n.free += e.Free
-		}
-	}
+	n.total, n.free = s.view.Count(node, dr.class.Name)
 	if n.total == 0 {
 		return n, false
 	}
@@ -105,7 +99,7 @@ func (s *preFilterState) judgeDRA(node *devices.DRANode, i int) (draNode, bool) 
 	}
 	// Too few free for the count: which devices it would get once some are
 	// freed is not known, so all of the class's devices there must do.
-	for _, e := range entries {
+	for _, e := range s.view.NodeEntries(node) {
 		if e.Class != dr.class.Name || e.Total == 0 {
 			continue
 		}

@@ -59,7 +59,8 @@ type draFit struct {
 
 // fits reports whether node has count devices of the class free.
 func (f *draFit) fits(node *v1.Node) bool {
-	return f.view.Free(f.view.Node(node.Name), f.class) >= f.count
+	_, free := f.view.Count(f.view.Node(node.Name), f.class.Name)
+	return free >= f.count
 }
 
 // draShortlist returns the check of the pod's DRA-served request, nil when
