@@ -62,10 +62,10 @@ func TestCountsExactly(t *testing.T) {
 			}
 			if tc.want == "" {
 				if _, free := v.Count(v.Node("n1"), c.Name); free != tc.free {
-					t.Errorf("Free(n1) = %d, want %d", free, tc.free)
+					t.Errorf("Count(n1) free = %d, want %d", free, tc.free)
 				}
 				if _, free := v.Count(v.Node("none"), c.Name); free != 0 {
-					t.Errorf("Free of a node without devices = %d", free)
+					t.Errorf("Count of a node without devices: free = %d", free)
 				}
 			}
 		})

@@ -34,7 +34,7 @@ import (
 // fails and the deallocation requeues the pod (the hint returns Queue for
 // it). DeviceFit's own candidate list, judged on the same view, has had the
 // same window all along: the shortlist adds none. Ordering DeviceFit's
-// PreFilter first would close it but costs more than it saves: a PreFilter
+// PreFilter first would close it for deallocations, at a price: a PreFilter
 // rejection that is UnschedulableAndUnresolvable stops the framework before
 // the other plugins write their states, and preemption then fails reading
 // them.
