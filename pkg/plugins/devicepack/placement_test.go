@@ -322,8 +322,9 @@ func TestScoreKeepsDomainsWhole(t *testing.T) {
 		groups: true,
 		want:   map[string]int64{"a1": 100, "b0": 0, "b1": 0},
 	}, {
+		// No preference: the first name (firstByName).
 		name: "no group seen: no preference",
-		want: map[string]int64{"a1": 100, "b0": 100, "b1": 100},
+		want: map[string]int64{"a1": 100, "b0": 99, "b1": 99},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

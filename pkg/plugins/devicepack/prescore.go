@@ -41,6 +41,11 @@ type preScoreState struct {
 	// node, which NormalizeScore scales by instead of the listed nodes'.
 	listed int
 	lo, hi int64
+	// first is, after a shortlist, the lowest-named feasible node with the
+	// best raw score (firstByName).
+	first string
+	// coarse: Score ranks by FGD's band (coarse.go).
+	coarse bool
 }
 
 // kindInfo is what scoring needs of one kind of device, computed once per
@@ -190,6 +195,7 @@ func (pl *DevicePack) prepare(ctx context.Context, cycleState fwk.CycleState, po
 	if wl != nil {
 		s.computeKinds(table, pl.weights.scarcity > 0 && devicePod)
 		pl.finishDRA(ctx, s)
+		s.coarse = s.coarseOK(pl.weights.fragmentation)
 	}
 	// Domains single pods keep whole (podDomains). Not in a pod-group
 	// cycle: there the placement's PlacementScore chooses the domain, and a

@@ -110,6 +110,9 @@ func (pl *DevicePack) score(s *preScoreState, nodeInfo fwk.NodeInfo) int64 {
 	if s.domains != nil {
 		t.frag -= int64(math.Round(s.domains.nodeLoss(nodeInfo.Node().Name, s.demand) * 1000))
 	}
+	if s.coarse {
+		return pl.coarseScore(&t)
+	}
 	if !s.devicePod && t.fullOf > 0 {
 		t.fit = t.full / t.fullOf
 	}
@@ -139,18 +142,20 @@ func (s *preScoreState) acceptance(k *kindInfo, d *devices.NodeDevice) []bool {
 // ScoreExtensions returns the plugin: it normalises its own scores.
 func (pl *DevicePack) ScoreExtensions() fwk.ScoreExtensions { return pl }
 
-// NormalizeScore maps raw scores linearly onto [0, MaxNodeScore]; equal raw
-// scores (no preference) all get MaxNodeScore. After a shortlist, the range
-// is the one over every feasible node (PreFilter's), so that the listed
-// nodes score what they would have scored among all.
+// NormalizeScore maps raw scores linearly onto [0, MaxNodeScore]; of equal
+// best raw scores, the lowest node name alone keeps MaxNodeScore
+// (firstByName). After a shortlist, the range and the first name are the
+// ones over every feasible node (PreFilter's), so that the listed nodes
+// score what they would have scored among all.
 func (pl *DevicePack) NormalizeScore(_ context.Context, cycleState fwk.CycleState, _ *v1.Pod, scores fwk.NodeScoreList) *fwk.Status {
 	if s := readShortlist(cycleState); s != nil {
 		for i := range scores {
-			scores[i].Score = normalized(scores[i].Score, s.lo, s.hi)
+			scores[i].Score = s.normalized(scores[i].Score, scores[i].Name)
 		}
 		return nil
 	}
 	rescale(scores, func(s *fwk.NodeScore) *int64 { return &s.Score })
+	firstByName(scores)
 	return nil
 }
 

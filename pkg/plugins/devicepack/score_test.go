@@ -27,7 +27,10 @@ func TestScore(t *testing.T) {
 			// class no longer fits: delta = 0.5·3 - 0 = +1.5 → raw -1500·100.
 			// "three-free" (8, 5 used): 2 left: 0.5·2 - 0.5·3 = -0.5 → +500·100.
 			// "empty" (8, 0 used): 7 left, both fit: 0 → 0.
-			// Normalised: three-free 100, empty 100·1500/2000 = 75, four-free 0.
+			// No product is scarce, so FGD's bands rank them
+			// (100·sigmoid(frag/1000), truncated): 18, 62, 50.
+			// Normalised: three-free 100, empty 100 - ⌈100·12/44⌉ = 72,
+			// four-free 0.
 			name: "fragmentation: use devices that are stranded anyway",
 			args: func(t *testing.T) *config.DevicePackArgs {
 				return staticArgs(t, gpuClass(4, 1), gpuClass(1, 1))
@@ -38,16 +41,18 @@ func TestScore(t *testing.T) {
 				gpuNodeInfo("three-free", "NVIDIA-A100", "40960", "8", "5"),
 				gpuNodeInfo("empty", "NVIDIA-A100", "40960", "8", "0"),
 			},
-			want: map[string]int64{"four-free": 0, "three-free": 100, "empty": 75},
+			want: map[string]int64{"four-free": 0, "three-free": 100, "empty": 72},
 		},
 		{
 			// A 4-GPU pod: on "four-free" it leaves 0 free (delta 0 - 0 = 0);
 			// on "empty" it leaves 4, still usable (delta 0). Fragmentation
-			// ties; best fit decides: four-free (8/8 = 1000) beats empty
-			// (4/8 = 500).
-			name: "best fit breaks fragmentation ties",
+			// ties; with a product in demand (the A100-only class puts
+			// pressure on every A100) the exact score stays, and best fit
+			// decides: four-free (8/8 = 1000) beats empty (4/8 = 500).
+			name: "best fit breaks fragmentation ties where a product is in demand",
 			args: func(t *testing.T) *config.DevicePackArgs {
-				a := staticArgs(t, gpuClass(4, 1), gpuClass(1, 1))
+				a := staticArgs(t, gpuClass(4, 1), gpuClass(1, 1),
+					config.WorkloadClass{Resource: string(gpu), Devices: 1, Products: "NVIDIA-A100", Weight: 1})
 				a.BestFitWeight = 10
 				return a
 			},
@@ -226,14 +231,16 @@ func TestNormalizeScore(t *testing.T) {
 	// nearest it scored 100 as well, and the order of the nodes chose.
 	near := fwk.NodeScoreList{{Name: "best", Score: 1_000_000}, {Name: "near", Score: 999_700}, {Name: "worst", Score: 0}, {Name: "twin", Score: 1_000_000}}
 	_ = pl.NormalizeScore(ctx, nil, nil, near)
-	want = fwk.NodeScoreList{{Name: "best", Score: 100}, {Name: "near", Score: 99}, {Name: "worst", Score: 0}, {Name: "twin", Score: 100}}
+	// Of the best raw scores, the lowest name alone keeps 100.
+	want = fwk.NodeScoreList{{Name: "best", Score: 100}, {Name: "near", Score: 99}, {Name: "worst", Score: 0}, {Name: "twin", Score: 99}}
 	if diff := cmp.Diff(want, near); diff != "" {
 		t.Errorf("near the best (-want,+got):\n%s", diff)
 	}
-	same := fwk.NodeScoreList{{Name: "a", Score: 7}, {Name: "b", Score: 7}}
+	same := fwk.NodeScoreList{{Name: "b", Score: 7}, {Name: "c", Score: 7}, {Name: "a", Score: 7}}
 	_ = pl.NormalizeScore(ctx, nil, nil, same)
-	if same[0].Score != fwk.MaxNodeScore || same[1].Score != fwk.MaxNodeScore {
-		t.Errorf("equal scores: got %v, want all %d", same, fwk.MaxNodeScore)
+	want = fwk.NodeScoreList{{Name: "b", Score: 99}, {Name: "c", Score: 99}, {Name: "a", Score: 100}}
+	if diff := cmp.Diff(want, same); diff != "" {
+		t.Errorf("equal scores, the first name (-want,+got):\n%s", diff)
 	}
 }
 

@@ -270,6 +270,11 @@ func (pl *DevicePack) shortlist(ctx context.Context, cycleState fwk.CycleState, 
 	for _, v := range raw[1:] {
 		s.lo, s.hi = min(s.lo, v), max(s.hi, v)
 	}
+	for i, ni := range feasible {
+		if name := ni.Node().Name; raw[i] == s.hi && (s.first == "" || name < s.first) {
+			s.first = name
+		}
+	}
 	// A node can still win when DevicePack's weighted shortfall from the
 	// best is at most what ImageLocality can add (up to MaxNodeScore times
 	// its weight, on a node holding the pod's images): every other plugin
@@ -280,10 +285,10 @@ func (pl *DevicePack) shortlist(ctx context.Context, cycleState fwk.CycleState, 
 	}
 	names := sets.New[string]()
 	for i, ni := range feasible {
-		if pl.profile.weight*(fwk.MaxNodeScore-normalized(raw[i], s.lo, s.hi)) > slack {
+		name := ni.Node().Name
+		if pl.profile.weight*(fwk.MaxNodeScore-s.normalized(raw[i], name)) > slack {
 			continue
 		}
-		name := ni.Node().Name
 		if len(pl.handle.NominatedPodsForNode(name)) > 0 {
 			// Filter would count the pods nominated there.
 			return nil
@@ -508,6 +513,17 @@ func hasImage(ni fwk.NodeInfo, images []string) bool {
 		}
 	}
 	return false
+}
+
+// normalized is NormalizeScore's value for node name's raw score after a
+// shortlist: rescaled over every feasible node, the best raw score's
+// MaxNodeScore kept by the first name only (firstByName).
+func (s *preScoreState) normalized(raw int64, name string) int64 {
+	v := normalized(raw, s.lo, s.hi)
+	if v == fwk.MaxNodeScore && name != s.first {
+		v--
+	}
+	return v
 }
 
 // normalized is NormalizeScore's value for raw among scores from lo to hi
