@@ -17,8 +17,8 @@ import (
 // coarse band with a fixed order among its members packs better than ranking
 // every thousandth of a device: the default Alibaba trace, fractional,
 // seeds 42-46, 95.33% of the GPUs allocated against 95.12% with the exact
-// score and best fit among its ties (FGD: 95.24; docs/placement.md, "Why
-// devicefit fell below FGD on the default trace"). Among nodes that strand
+// score and best fit among its ties (FGD: 95.24; docs/placement.md, "FGD's
+// band where nothing is scarce"). Among nodes that strand
 // about the same, going on filling the same nodes in one order (first fit)
 // keeps the rest of the fleet whole, where best fit or the exact score
 // hops between nodes for differences of a few hundredths of a device that
