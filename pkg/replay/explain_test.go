@@ -106,10 +106,17 @@ func TestExplain(t *testing.T) {
 }
 
 // TestExplainScores: with several feasible nodes, each is scored per
-// plugin and the highest total is chosen.
+// plugin and the highest total is chosen. The pod's preferred node affinity
+// (matching no node) keeps DevicePack from naming a shortlist, which would
+// name a100 alone: a single listed node is not scored.
 func TestExplainScores(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	e, err := Explain(ctx, policies(t, PolicyDeviceFit)[0], explainCluster(), explainPod("any", "1", nil, nil))
+	pod := explainPod("any", "1", nil, nil)
+	pod.Spec.Affinity = &v1.Affinity{NodeAffinity: &v1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []v1.PreferredSchedulingTerm{{
+		Weight:     1,
+		Preference: v1.NodeSelectorTerm{MatchExpressions: []v1.NodeSelectorRequirement{{Key: "team", Operator: v1.NodeSelectorOpIn, Values: []string{"y"}}}},
+	}}}}
+	e, err := Explain(ctx, policies(t, PolicyDeviceFit)[0], explainCluster(), pod)
 	if err != nil {
 		t.Fatal(err)
 	}
