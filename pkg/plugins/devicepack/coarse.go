@@ -47,7 +47,7 @@ func fgdBand(frag int64) int64 {
 	return int64(float64(fwk.MaxNodeScore) / (1 + math.Exp(-float64(frag)/1000)))
 }
 
-// coarse reports whether the pod is scored by FGD's band: a device pod,
+// coarseOK reports whether the pod is scored by FGD's band: a device pod,
 // a workload to weigh fragmentation by, and no kind under scarcity pressure.
 func (s *preScoreState) coarseOK(fragmentation int64) bool {
 	if !s.devicePod || s.workload == nil || fragmentation == 0 {

@@ -36,6 +36,10 @@ func TestFGDBand(t *testing.T) {
 // not by best fit or by differences of a few hundredths of a device; where
 // a product is in demand, the exact score (best fit among its terms) stays.
 func TestCoarseWhereNothingIsScarce(t *testing.T) {
+	halfAndEmpty := []fwk.NodeInfo{
+		gpuNodeInfo("b-half", "NVIDIA-A100", "40960", "8", "4"),
+		gpuNodeInfo("a-empty", "NVIDIA-A100", "40960", "8", "0"),
+	}
 	a100only := config.WorkloadClass{Resource: string(gpu), Devices: 1, Products: "NVIDIA-A100", Weight: 1}
 	tests := []struct {
 		name    string
@@ -49,11 +53,8 @@ func TestCoarseWhereNothingIsScarce(t *testing.T) {
 		name:    "equal band: the first name, not the fuller node",
 		classes: []config.WorkloadClass{gpuClass(1, 1)},
 		pod:     "1",
-		nodes: []fwk.NodeInfo{
-			gpuNodeInfo("b-half", "NVIDIA-A100", "40960", "8", "4"),
-			gpuNodeInfo("a-empty", "NVIDIA-A100", "40960", "8", "0"),
-		},
-		want: map[string]int64{"a-empty": 100, "b-half": 99},
+		nodes:   halfAndEmpty,
+		want:    map[string]int64{"a-empty": 100, "b-half": 99},
 	}, {
 		// 4-GPU jobs are 1%: on a-four-free one GPU strands the 3 left
 		// for them, growth 0.03 device (band 49); b-empty 0 (band 50).
@@ -71,11 +72,8 @@ func TestCoarseWhereNothingIsScarce(t *testing.T) {
 		name:    "a product in demand: the exact score",
 		classes: []config.WorkloadClass{gpuClass(1, 1), a100only},
 		pod:     "1",
-		nodes: []fwk.NodeInfo{
-			gpuNodeInfo("b-half", "NVIDIA-A100", "40960", "8", "4"),
-			gpuNodeInfo("a-empty", "NVIDIA-A100", "40960", "8", "0"),
-		},
-		want: map[string]int64{"a-empty": 0, "b-half": 100},
+		nodes:   halfAndEmpty,
+		want:    map[string]int64{"a-empty": 0, "b-half": 100},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
