@@ -63,7 +63,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		podsFile    = fs.String("pods", "", "pod list: trace CSV (name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec,...]) or YAML (required)")
 		fractional  = fs.String("fractional", string(replay.FractionalRoundUp), "pods with gpu_milli < 1000: round-up (one whole device), skip, or dra-shares (a claim for gpu_milli shares of one shared DRA GPU; needs --devices dra; allocation in milli-GPU)")
 		tune        = fs.Float64("tune", 1.3, "FGD workload tuning ratio: resize the pod sequence to about this × the fleet's devices (0: replay the pods exactly)")
-		order       = fs.String("order", string(replay.OrderShuffle), "arrival order of the trace's pods: shuffle (by --seed) or trace (file order)")
+		order       = fs.String("order", string(replay.OrderShuffle), "arrival order of the trace's pods: shuffle (by --seed), fgd (the sequence FGD's simulator builds for --seed) or trace (file order)")
 		seed        = fs.Int64("seed", 42, "seed of the shuffle and of the tuning draws")
 		policies    = fs.String("policies", "default,mostallocated,devicefit", "comma-separated built-in policies: default, mostallocated, devicefit (empty for none)")
 		dfConfig    = fs.String("devicefit-config", "manifests/scheduler-config.yaml", "KubeSchedulerConfiguration of the devicefit policy")

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	mathrand "math/rand"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -70,15 +71,22 @@ const (
 	// OrderShuffle sorts the pods by name and shuffles them with the seed,
 	// as FGD's simulator does with --shuffle-pod.
 	OrderShuffle Order = "shuffle"
+	// OrderFGD is the sequence FGD's simulator itself builds for the seed
+	// (--shuffle-pod with -tuneseed, commit 8f3d641): the same steps as
+	// OrderShuffle and tuning, drawn from Go's math/rand (v1) seeded with
+	// the seed after one draw its start-up log takes, and tuning's stopping
+	// check as it makes it (below). A seed then names the same arrivals
+	// here as in FGD's published figures, so the two compare seed by seed.
+	OrderFGD Order = "fgd"
 )
 
 // ParseOrder reads the --order flag.
 func ParseOrder(s string) (Order, error) {
 	switch o := Order(s); o {
-	case OrderTrace, OrderShuffle:
+	case OrderTrace, OrderShuffle, OrderFGD:
 		return o, nil
 	}
-	return "", fmt.Errorf("--order: %q is neither %q nor %q", s, OrderTrace, OrderShuffle)
+	return "", fmt.Errorf("--order: %q is not %q, %q or %q", s, OrderTrace, OrderShuffle, OrderFGD)
 }
 
 // ArrivalOptions shape the pod sequence.
@@ -114,7 +122,12 @@ type Arrival struct {
 //     the total is at most the target (the rest keep their order).
 //
 // One generator, seeded once, makes the shuffle and then the draws, so a
-// seed gives the same sequence on every platform and Go version.
+// seed gives the same sequence on every platform and Go version: PCG for
+// trace and shuffle; for OrderFGD math/rand's seeded source, whose stream
+// Go keeps fixed for a given seed. FGD's tuning checks the copy's share of
+// one device against the target but adds its whole request (so the last
+// multi-GPU copy may overshoot); OrderFGD checks as it does, the others
+// the whole request.
 func Arrivals(pods []PodSpec, capacity int64, o ArrivalOptions) ([]Arrival, error) {
 	if len(pods) == 0 {
 		return nil, errors.New("no pods")
@@ -122,14 +135,20 @@ func Arrivals(pods []PodSpec, capacity int64, o ArrivalOptions) ([]Arrival, erro
 	if o.Tune < 0 || math.IsNaN(o.Tune) || math.IsInf(o.Tune, 0) {
 		return nil, fmt.Errorf("--tune: %v must be a finite number >= 0", o.Tune)
 	}
-	r := newRNG(o.Seed)
+	var r draws = newRNG(o.Seed)
+	check := (*PodSpec).MilliGPUs
+	if o.Order == OrderFGD {
+		g := mathrand.New(mathrand.NewSource(o.Seed))
+		g.Int() // the draw FGD's "Random Seed" debug line takes, logged or not
+		r, check = goRand{g}, perDeviceMilli
+	}
 	seq := make([]Arrival, len(pods))
 	for i := range pods {
 		seq[i] = Arrival{Pod: &pods[i], Name: pods[i].Name}
 	}
 	switch o.Order {
 	case OrderTrace:
-	case OrderShuffle:
+	case OrderShuffle, OrderFGD:
 		slices.SortStableFunc(seq, func(a, b Arrival) int { return strings.Compare(a.Name, b.Name) })
 		r.shuffle(len(seq), func(i, j int) { seq[i], seq[j] = seq[j], seq[i] })
 	default:
@@ -153,6 +172,11 @@ func Arrivals(pods []PodSpec, capacity int64, o ArrivalOptions) ([]Arrival, erro
 	}
 	target := o.Tune * float64(capacity)
 	over := func(milli int64) bool { return float64(milli)/1000 > target }
+	if o.Order == OrderFGD {
+		// FGD's arithmetic: milli-GPU against the ratio times milli-GPU.
+		t := o.Tune * float64(capacity*1000)
+		over = func(milli int64) bool { return float64(milli) > t }
+	}
 	switch {
 	case float64(total)/1000 < target:
 		pool := make([]*PodSpec, len(pods))
@@ -162,7 +186,7 @@ func Arrivals(pods []PodSpec, capacity int64, o ArrivalOptions) ([]Arrival, erro
 		slices.SortStableFunc(pool, func(a, b *PodSpec) int { return strings.Compare(a.Name, b.Name) })
 		for k := 0; ; k++ {
 			p := pool[r.intn(len(pool))]
-			if over(total + p.MilliGPUs()) {
+			if over(total + check(p)) {
 				break
 			}
 			total += p.MilliGPUs()
@@ -176,6 +200,27 @@ func Arrivals(pods []PodSpec, capacity int64, o ArrivalOptions) ([]Arrival, erro
 		}
 	}
 	return seq, nil
+}
+
+// draws are the sequence's random choices.
+type draws interface {
+	intn(n int) int
+	shuffle(n int, swap func(i, j int))
+}
+
+// goRand draws as FGD's simulator does, from math/rand's Rand.
+type goRand struct{ r *mathrand.Rand }
+
+func (g goRand) intn(n int) int                     { return g.r.Intn(n) }
+func (g goRand) shuffle(n int, swap func(i, j int)) { g.r.Shuffle(n, swap) }
+
+// perDeviceMilli is the demand FGD's tuning checks a copy by: the share of
+// one device (gpu_milli), whatever the number of devices.
+func perDeviceMilli(p *PodSpec) int64 {
+	if p.GPUs == 0 {
+		return 0
+	}
+	return p.GPUMilli
 }
 
 // rng draws from PCG, whose output math/rand/v2 specifies; the bounded
