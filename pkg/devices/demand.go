@@ -66,40 +66,50 @@ func AsksForDevices(pod *v1.Pod, set ResourceSet) bool {
 // checks again because pods also reach it from other sources (replay, tests,
 // older servers) and a wrong count would overcommit a device.
 func PodDemand(pod *v1.Pod, set ResourceSet) (Demand, error) {
+	d, _, err := PodDemandAndRequests(pod, set)
+	return d, err
+}
+
+// PodDemandAndRequests is PodDemand, also returning the pod's requests as
+// the scheduler sums them (resourcehelper.PodRequests), of which the demand
+// is the device part: the sum allocates a map, so a caller that needs both
+// sums once.
+func PodDemandAndRequests(pod *v1.Pod, set ResourceSet) (Demand, v1.ResourceList, error) {
 	for i := range pod.Spec.InitContainers {
 		if err := checkContainer(&pod.Spec.InitContainers[i], set); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	for i := range pod.Spec.Containers {
 		if err := checkContainer(&pod.Spec.Containers[i], set); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	for name, q := range pod.Spec.Overhead {
 		if set.Contains(name) {
 			if _, problem := wholeCount(q); problem != "" {
-				return nil, &DemandError{Resource: name, Problem: problem}
+				return nil, nil, &DemandError{Resource: name, Problem: problem}
 			}
 		}
 	}
 
 	var demand Demand
-	for name, q := range resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}) {
+	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	for name, q := range reqs {
 		if !set.Contains(name) {
 			continue
 		}
 		n, problem := wholeCount(q)
 		if problem != "" {
 			// Only reachable when whole per-container counts sum past int64.
-			return nil, &DemandError{Container: "(pod total)", Resource: name, Problem: problem}
+			return nil, nil, &DemandError{Container: "(pod total)", Resource: name, Problem: problem}
 		}
 		if n > 0 {
 			demand = append(demand, Request{Name: name, Count: n})
 		}
 	}
 	sort.Slice(demand, func(i, j int) bool { return demand[i].Name < demand[j].Name })
-	return demand, nil
+	return demand, reqs, nil
 }
 
 func checkContainer(c *v1.Container, set ResourceSet) error {

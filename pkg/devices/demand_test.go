@@ -346,3 +346,23 @@ func TestDemandCount(t *testing.T) {
 		t.Errorf("nil Demand: Count = %d, want 0", got)
 	}
 }
+
+// BenchmarkPodDemand is what one PodDemand costs the scheduling cycle; the
+// devicefit plugins compute it once per cycle between them
+// (shared.ReadPod), where DeviceFit's PreFilter and DevicePack's PreFilter
+// and PreScore each did, the last two summing the requests a second time.
+func BenchmarkPodDemand(b *testing.B) {
+	set, err := NewResourceSet([]string{"nvidia.com/gpu"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	pod := st.MakePod().Name("p").
+		Req(map[v1.ResourceName]string{v1.ResourceCPU: "8", v1.ResourceMemory: "32Gi", "nvidia.com/gpu": "2"}).Obj()
+	pod.Spec.Containers[0].Resources.Limits = v1.ResourceList{"nvidia.com/gpu": resource.MustParse("2")}
+	b.ReportAllocs()
+	for b.Loop() {
+		if d, err := PodDemand(pod, set); err != nil || d.Count("nvidia.com/gpu") != 2 {
+			b.Fatalf("demand %v, %v", d, err)
+		}
+	}
+}

@@ -150,7 +150,8 @@ func (pl *DeviceFit) podsMemos(n int) []podsMemo {
 // computeState builds the pod's preFilterState, or the status that rejects
 // or skips it; a rejection comes with its metrics reason.
 func (pl *DeviceFit) computeState(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*preFilterState, *fwk.Status, metrics.Reason) {
-	demand, err := devices.PodDemand(pod, pl.resources)
+	facts := shared.ReadPod(cs, pod, pl.resources, pl.resourcesKey)
+	demand, err := facts.Demand, facts.Err
 	if err != nil {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error()), metrics.ReasonInvalidRequest
 	}

@@ -8,6 +8,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/devicefit/devicefit/pkg/devices"
+	"github.com/devicefit/devicefit/pkg/plugins/shared"
 )
 
 // PreFilter records the pod in the observed workload, once per pod, and
@@ -30,10 +31,11 @@ func (pl *DevicePack) observe(ctx context.Context, cycleState fwk.CycleState, po
 	if !pl.workload.observed {
 		return
 	}
-	demand, err := devices.PodDemand(pod, pl.resources)
-	if err != nil {
+	facts := shared.ReadPod(cycleState, pod, pl.resources, pl.resourcesKey)
+	if facts.Err != nil {
 		return
 	}
+	demand := facts.Demand
 	var shares *claimShares
 	if len(pod.Spec.ResourceClaims) > 0 {
 		if view, err := pl.draView(ctx, cycleState); err == nil {
@@ -48,8 +50,7 @@ func (pl *DevicePack) observe(ctx context.Context, cycleState fwk.CycleState, po
 		// DeviceFit rejects the pod; a malformed class is no evidence.
 		return
 	}
-	cpu, mem := requests(pod)
-	pl.workload.observe(string(pod.UID), demand, shares, cpu, mem, selectorKey(pod.Annotations), sel)
+	pl.workload.observe(string(pod.UID), demand, shares, facts.MilliCPU, facts.MemoryBytes, selectorKey(pod.Annotations), sel)
 }
 
 // PreFilterExtensions returns nil: DevicePack keeps no per-node filter state.

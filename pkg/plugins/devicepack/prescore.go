@@ -94,7 +94,8 @@ func (pl *DevicePack) PreScore(ctx context.Context, cycleState fwk.CycleState, p
 // prepare computes the pod's preScoreState over nodes, the nodes it will be
 // scored on; Skip when there is nothing to pack for.
 func (pl *DevicePack) prepare(ctx context.Context, cycleState fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*preScoreState, *fwk.Status) {
-	demand, err := devices.PodDemand(pod, pl.resources)
+	facts := shared.ReadPod(cycleState, pod, pl.resources, pl.resourcesKey)
+	demand, err := facts.Demand, facts.Err
 	if err != nil {
 		// DeviceFit reports this; scoring a malformed pod helps no one.
 		return nil, fwk.NewStatus(fwk.Skip)
@@ -127,7 +128,7 @@ func (pl *DevicePack) prepare(ctx context.Context, cycleState fwk.CycleState, po
 		cache = fromFit.Cache
 	}
 	s := &preScoreState{demand: demand, devicePod: devicePod, workload: wl, maxValue: 1, cache: cache}
-	s.milliCPU, s.memoryBytes = requests(pod)
+	s.milliCPU, s.memoryBytes = facts.MilliCPU, facts.MemoryBytes
 	pl.scratchMu.Lock()
 	defer pl.scratchMu.Unlock()
 	// Scarcity weighs the free devices of the whole cluster, not of the

@@ -6,7 +6,8 @@
 // cluster (docs/performance.md, "One walk for both plugins"). DeviceFit's
 // Filter verdict (Verdict) and the pod's own node rules (NodeRules) are
 // what DevicePack's shortlist reads to know the nodes the pod fits. Every
-// entry is written by one plugin and only read by the other.
+// entry is written by one plugin and only read by the other, but Pod (the
+// pod's demand and requests), which the first of them to need it writes.
 package shared
 
 import (
