@@ -333,6 +333,11 @@ REPORT_DRA_WORKLOADS ?= multigpu50 gpuspec10
 # (docs/placement.md); add it by hand.
 REPORT_SHARES_WORKLOADS ?= default gpuspec05 gpuspec10 multigpu20 multigpu30 multigpu40 multigpu50 share040 share060 share100 cpu035 cpu220
 REPORT_SHARES_POLICIES ?= default,devicefit
+# REPORT_SHARES_ORDER: fgd replays, for each seed, the very arrival sequence
+# FGD's simulator builds for that seed (replay --order fgd), so the
+# summary's FGD column is the same arrivals, seed by seed; shuffle is the
+# replay's own draw of the same shape (docs/placement.md).
+REPORT_SHARES_ORDER ?= fgd
 REPORT_VARIANTS ?= share040:--fractional-share=0.4 share060:--fractional-share=0.6 share100:--fractional-share=1 cpu035:--cpu-pods=0.35 cpu220:--cpu-pods=2.2
 REPORT_FGD ?= $(REPLAY_TRACES)/fgd-expected-results/analysis_allo_discrete.csv
 REPORT_SEEDS ?= 42 43 44 45 46
@@ -429,7 +434,7 @@ replay-report: ## the runs behind docs/placement.md (needs ../shared/traces/alib
 			out=$(REPORT_WORK)/$$w-shares-seed$$s; \
 			echo "replay-report: $$w seed $$s, --fractional dra-shares --devices dra"; \
 			$(BIN)/replay --nodes "$(REPLAY_NODES)" --pods "$$(trace $$w $$s)" \
-				--fractional dra-shares --tune 1.3 --order shuffle --seed $$s --timing --quiet --devices dra \
+				--fractional dra-shares --tune 1.3 --order $(REPORT_SHARES_ORDER) --seed $$s --timing --quiet --devices dra \
 				--policies $(REPORT_SHARES_POLICIES) \
 				--json $$out.json --failed-pods $$out-failed.csv $(REPLAY_FLAGS) > $$out.txt; \
 			[[ $$s == 42 ]] && cp $$out.json $(REPORT_DIR)/$$w-shares-seed42.json; \
