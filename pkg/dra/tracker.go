@@ -39,7 +39,8 @@ const celCacheSize = 1024
 // selectors' verdict on each device (kept per device object), the kind
 // table, and what claims hold with each node's entries (held.go: updated
 // from what changed in the allocated state, per node until it changes).
-// One per plugin; safe for concurrent use.
+// One per framework, shared by its devicefit plugins (TrackerFor); safe
+// for concurrent use.
 type Tracker struct {
 	cel *cel.Cache
 

@@ -78,8 +78,11 @@ type DeviceFit struct {
 	// nodes reads the product of a bound pod's node in PostBind; nil when the
 	// framework has no informer factory (some tests, embedders).
 	nodes corelisters.NodeLister
-	// dra keeps the DRA inventory and class verdicts between cycles.
-	dra *dra.Tracker
+	// dra keeps the DRA inventory and class verdicts between cycles, the
+	// same tracker as DevicePack's in the framework (dra.TrackerFor);
+	// releaseDRA gives it back (Close).
+	dra        *dra.Tracker
+	releaseDRA func()
 	// resourcesKey names the device resources (shared.ResourcesKey).
 	resourcesKey string
 }
@@ -98,12 +101,14 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 	if err != nil {
 		return nil, err
 	}
+	tracker, release := dra.TrackerFor(h)
 	pl := &DeviceFit{
 		handle:                   h,
 		resources:                set,
 		cache:                    devices.NewNodeCache(set),
 		lists:                    map[string]*nameList{},
-		dra:                      dra.NewTracker(),
+		dra:                      tracker,
+		releaseDRA:               release,
 		resourcesKey:             shared.ResourcesKey(args.DeviceResources),
 		policy:                   args.DeviceNodePolicy,
 		allowedCounts:            slices.Sorted(slices.Values(args.AllowedCounts)),
@@ -134,6 +139,15 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 			DRA: dra.InventorySource(dra.NewTracker(), h.SharedDRAManager)})
 	}
 	return pl, nil
+}
+
+// Close gives back the framework's DRA tracker (dra.TrackerFor); the
+// framework's Close calls it.
+func (pl *DeviceFit) Close() error {
+	if pl.releaseDRA != nil {
+		pl.releaseDRA()
+	}
+	return nil
 }
 
 func enabled(f featuregate.Feature) bool {

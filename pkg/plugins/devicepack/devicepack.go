@@ -57,8 +57,11 @@ type DevicePack struct {
 	weights                         weights
 	values                          []productValue
 	workload                        *workload
-	// dra keeps the DRA inventory and class verdicts between cycles.
-	dra *dra.Tracker
+	// dra keeps the DRA inventory and class verdicts between cycles, the
+	// same tracker as DeviceFit's in the framework (dra.TrackerFor);
+	// releaseDRA gives it back (Close).
+	dra        *dra.Tracker
+	releaseDRA func()
 	// resourcesKey names the device resources (shared.ResourcesKey).
 	resourcesKey string
 
@@ -115,6 +118,7 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 	if err != nil {
 		return nil, err
 	}
+	tracker, release := dra.TrackerFor(h)
 	pl := &DevicePack{
 		handle:    h,
 		resources: set,
@@ -126,9 +130,10 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 			scarcity:          args.ScarcityWeight,
 			deviceNodePenalty: args.DeviceNodePenalty,
 		},
-		workload: w,
-		dra:      dra.NewTracker(),
-		groups:   newGroupShapes(args.Workload.HalfLifePods),
+		workload:   w,
+		dra:        tracker,
+		releaseDRA: release,
+		groups:     newGroupShapes(args.Workload.HalfLifePods),
 
 		groupDomains: podDomains{withValues: true},
 
@@ -165,6 +170,15 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 		})
 	}
 	return pl, nil
+}
+
+// Close gives back the framework's DRA tracker (dra.TrackerFor); the
+// framework's Close calls it.
+func (pl *DevicePack) Close() error {
+	if pl.releaseDRA != nil {
+		pl.releaseDRA()
+	}
+	return nil
 }
 
 // strandingWorkload is what devicefit_devices counts stranded devices
