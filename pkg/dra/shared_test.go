@@ -20,59 +20,52 @@ type valueHandle struct {
 
 func TestTrackerFor(t *testing.T) {
 	a, b := &handle{name: "a"}, &handle{name: "b"}
+	v := valueHandle{names: []string{"x"}}
 	tests := []struct {
-		name string
-		run  func(t *testing.T)
+		name      string
+		fit, pack fwk.Handle
+		wantSame  bool
 	}{
-		{"the plugins of one framework share its tracker", func(t *testing.T) {
-			fit, releaseFit := TrackerFor(a)
-			defer releaseFit()
-			pack, releasePack := TrackerFor(a)
-			defer releasePack()
-			if fit != pack {
-				t.Error("two trackers for one framework")
-			}
-		}},
-		{"two frameworks, two trackers", func(t *testing.T) {
-			ta, ra := TrackerFor(a)
-			defer ra()
-			tb, rb := TrackerFor(b)
-			defer rb()
-			if ta == tb {
-				t.Error("one tracker for two frameworks")
-			}
-		}},
-		{"kept until the last plugin closes, a second Close counting once", func(t *testing.T) {
-			first, r1 := TrackerFor(a)
-			_, r2 := TrackerFor(a)
-			r1()
-			r1()
-			kept, r3 := TrackerFor(a)
-			if kept != first {
-				t.Error("dropped while a plugin still holds it")
-			}
-			r2()
-			r3()
-			again, r4 := TrackerFor(a)
-			defer r4()
-			if again == first {
-				t.Error("kept after every plugin closed")
-			}
-		}},
-		{"no handle, or one that is no map key: a tracker of its own", func(t *testing.T) {
-			n1, _ := TrackerFor(nil)
-			n2, _ := TrackerFor(nil)
-			v := valueHandle{names: []string{"x"}}
-			v1, _ := TrackerFor(v)
-			v2, _ := TrackerFor(v)
-			if n1 == nil || n1 == n2 || v1 == nil || v1 == v2 {
-				t.Error("shared a tracker without a framework to share it by")
-			}
-		}},
+		{"the plugins of one framework share its tracker", a, a, true},
+		{"two frameworks, two trackers", a, b, false},
+		{"no handle: a tracker of its own", nil, nil, false},
+		{"a handle that is no map key: a tracker of its own", v, v, false},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, tt.run)
+		t.Run(tt.name, func(t *testing.T) {
+			fit, releaseFit := TrackerFor(tt.fit)
+			defer releaseFit()
+			pack, releasePack := TrackerFor(tt.pack)
+			defer releasePack()
+			if fit == nil || pack == nil || (fit == pack) != tt.wantSame {
+				t.Errorf("DeviceFit's tracker %p, DevicePack's %p; want the same: %v", fit, pack, tt.wantSame)
+			}
+		})
 	}
+	if n := len(trackers.m); n != 0 {
+		t.Errorf("%d trackers left after every plugin closed", n)
+	}
+}
+
+// TestTrackerForRelease: the tracker is kept until the last plugin of its
+// framework closes, and a second Close counts once.
+func TestTrackerForRelease(t *testing.T) {
+	a := &handle{name: "a"}
+	first, r1 := TrackerFor(a)
+	_, r2 := TrackerFor(a)
+	r1()
+	r1()
+	kept, r3 := TrackerFor(a)
+	if kept != first {
+		t.Error("dropped while a plugin still holds it")
+	}
+	r2()
+	r3()
+	again, r4 := TrackerFor(a)
+	if again == first {
+		t.Error("kept after every plugin closed")
+	}
+	r4()
 	if n := len(trackers.m); n != 0 {
 		t.Errorf("%d trackers left after every plugin closed", n)
 	}
