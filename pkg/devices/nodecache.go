@@ -318,17 +318,19 @@ func readNode(node *v1.Node, set ResourceSet, intern func(DeviceKind) int) *Node
 	return e
 }
 
-// Intern returns the id of kind k in the cache's kind table (NoKind past
-// MaxKinds), adding it when new: DRA devices, which no node object
-// describes, share the table with the devices of node labels.
-func (c *NodeCache) Intern(k DeviceKind) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.intern(k)
+// KindID returns the id of kind k in the cache's kind table, if it has one.
+// Readers that know kinds no node object describes (DRA devices) give them
+// ids of their own past the table (devicepack's cycleKinds), so the cache
+// is only ever written by its owner's Refresh.
+func (c *NodeCache) KindID(k DeviceKind) (int, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	id, ok := c.kindIDs[k]
+	return id, ok
 }
 
-// Kinds returns the kind table: what Refresh returned, plus kinds Intern
-// added since. The table is never modified, only extended.
+// Kinds returns the kind table, as Refresh last returned it. The table is
+// never modified, only extended.
 func (c *NodeCache) Kinds() []DeviceKind {
 	c.mu.RLock()
 	defer c.mu.RUnlock()

@@ -3,6 +3,7 @@ package devicepack
 import (
 	"context"
 	"math"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -97,7 +98,7 @@ func draDemand(v *dra.View, pod *v1.Pod, demand devices.Demand) (_ devices.Deman
 }
 
 // prepareDRA fills s.dra for the candidates with DRA devices and adds their
-// kinds to s.kinds (which must be sized for pl.cache.Kinds()). all, when
+// kinds to s.kinds (sized for the cycle's kind table, cycleKinds). all, when
 // not nil, is the whole cluster (scarcity on): free devices are counted
 // over all DRA nodes then, else over the candidates. It reports whether a
 // candidate has DRA devices.
@@ -167,16 +168,26 @@ func (pl *DevicePack) prepareDRA(v *dra.View, reqs []dra.Request, s *preScoreSta
 	return withDevices
 }
 
-// mapKinds interns the view's kinds into the cycle's kind table (cache's),
-// once per cycle (a fleet has few kinds): Score then looks entries up by
-// kind as it does node-label devices.
-func mapKinds(cache *devices.NodeCache, v *dra.View) []int {
+// cycleKinds gives the view's kinds ids in this cycle's kind table: the
+// node cache's id for a kind that node labels also describe (so both count
+// toward its scarcity), a new id past the cache's table for the rest. The
+// cache is DeviceFit's when PreScore reads DeviceFit's refresh
+// (shared.Nodes), so it is only read: the extended table is this cycle's
+// copy, never the cache's (Clip makes append copy instead of writing into
+// the spare capacity of the cache's array).
+func cycleKinds(cache *devices.NodeCache, table []devices.DeviceKind, v *dra.View) ([]devices.DeviceKind, []int) {
 	vk := v.Kinds()
 	out := make([]int, len(vk))
+	table = slices.Clip(table)
 	for i, k := range vk {
-		out[i] = cache.Intern(k)
+		if id, ok := cache.KindID(k); ok && id < len(table) {
+			out[i] = id
+			continue
+		}
+		out[i] = len(table)
+		table = append(table, k)
 	}
-	return out
+	return table, out
 }
 
 func mapKind(kindMap []int, k int) int {

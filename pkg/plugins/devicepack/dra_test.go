@@ -3,7 +3,10 @@ package devicepack
 import (
 	"fmt"
 	"math"
+	"slices"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -19,6 +22,8 @@ import (
 	"github.com/devicefit/devicefit/internal/nvdra"
 	"github.com/devicefit/devicefit/pkg/apis/config"
 	"github.com/devicefit/devicefit/pkg/dra"
+	"github.com/devicefit/devicefit/pkg/plugins/devicefit"
+	"github.com/devicefit/devicefit/pkg/plugins/shared"
 )
 
 // draHandle serves a snapshot and DRA objects, as the framework's handle
@@ -189,5 +194,77 @@ func TestFinishDRAParallel(t *testing.T) {
 	}
 	if len(fragValues) < 2 {
 		t.Errorf("every node has the same fragmentation term %v: the test shows nothing", fragValues)
+	}
+}
+
+// TestDRAKindsStayInTheCycle: when PreScore reads DeviceFit's node cache
+// (pkg/plugins/shared), the DRA kinds no node label describes get ids in
+// this cycle's kind table only: DeviceFit's cache is DeviceFit's to write,
+// and the DRA devices still count toward their kind's scarcity.
+func TestDRAKindsStayInTheCycle(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	snapshot, args := scarcityFleet(t)
+	dranode := st.MakeNode().Name("h100").Capacity(map[v1.ResourceName]string{v1.ResourceCPU: "64", v1.ResourceMemory: "512Gi"}).Obj()
+	nodes := []*v1.Node{dranode}
+	infos, err := snapshot.NodeInfos().List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pods []*v1.Pod
+	for _, n := range infos {
+		nodes = append(nodes, n.Node())
+		for _, p := range n.GetPods() {
+			pods = append(pods, p.GetPod())
+		}
+	}
+	snapshot = cache.NewSnapshot(pods, nodes)
+	m := &dra.Objects{
+		Slices:  []*resourceapi.ResourceSlice{nvdra.NodeSlice("h100", nvdra.GPUs(0, 8, "NVIDIA H100 80GB HBM3", "Hopper", "9.0.0", "80Gi")...)},
+		Classes: []*resourceapi.DeviceClass{nvdra.Class("gpu.nvidia.com", nvdra.WholeGPUs, string(gpu))},
+	}
+	h := draHandle{snapshotHandle{snapshot: snapshot}, m}
+	pack, err := New(ctx, args, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fit, err := devicefit.New(ctx, &config.DeviceFitArgs{DeviceResources: args.DeviceResources, DeviceNodePolicy: config.DeviceNodePolicyNone}, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := snapshot.NodeInfos().List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := gpuPod("p", "1")
+	state := framework.NewCycleState()
+	if _, s := fit.(fwk.PreFilterPlugin).PreFilter(ctx, state, pod, all); !s.IsSuccess() {
+		t.Fatalf("DeviceFit PreFilter: %v", s)
+	}
+	fromFit := shared.Read(state)
+	if fromFit == nil {
+		t.Fatal("DeviceFit wrote no shared node counts")
+	}
+	before := slices.Clone(fromFit.Cache.Kinds())
+	if s := pack.(*DevicePack).PreScore(ctx, state, pod, all); !s.IsSuccess() {
+		t.Fatalf("PreScore: %v", s)
+	}
+	if after := fromFit.Cache.Kinds(); !cmp.Equal(after, before) {
+		t.Errorf("PreScore changed DeviceFit's kind table:\n%s", cmp.Diff(before, after))
+	}
+	c, err := state.Read(preScoreStateKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := c.(*preScoreState)
+	if len(ps.kinds) != len(before)+1 {
+		t.Fatalf("%d kinds in the cycle, want DeviceFit's %d and the DRA GPU's", len(ps.kinds), len(before))
+	}
+	got := map[string]int64{}
+	for id, k := range ps.kinds[:len(before)] {
+		got[before[id].Device.Product] += k.free
+	}
+	got["DRA"] = ps.kinds[len(before)].free
+	if want := map[string]int64{"NVIDIA-L4": 4 + 3, "Tesla-T4": 2, "DRA": 8}; !cmp.Equal(got, want) {
+		t.Errorf("free devices per kind: got %v, want %v", got, want)
 	}
 }

@@ -146,8 +146,7 @@ func (pl *DevicePack) prepare(ctx context.Context, cycleState fwk.CycleState, po
 	table, entries := pl.refresh(cache, nodes, all != nil || fromFit != nil)
 	var kindMap []int
 	if view != nil {
-		kindMap = mapKinds(cache, view)
-		table = cache.Kinds()
+		table, kindMap = cycleKinds(cache, table, view)
 	}
 	s.kinds = make([]kindInfo, len(table))
 	var withDevices bool
