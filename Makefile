@@ -122,8 +122,8 @@ test-chart: $(BIN)/helm ## helm lint --strict and helm template of charts/device
 	@$(HELM_ENV) $(BIN)/helm template devicefit $(CHART) -n devicefit-system $(HELM_ALL_ON) > /dev/null
 
 # Also runs the committed fuzz seed corpora (testdata/fuzz).
-test-unit: ## unit tests of pkg/, internal/ and cmd/ (race detector on)
-	$(GO) test $(RACE) -timeout $(UNIT_TIMEOUT) $(GOTESTFLAGS) ./pkg/... ./internal/... ./cmd/...
+test-unit: ## unit tests of pkg/, internal/, cmd/ and the bench report (race detector on)
+	$(GO) test $(RACE) -timeout $(UNIT_TIMEOUT) $(GOTESTFLAGS) ./pkg/... ./internal/... ./cmd/... ./test/perf/benchsummary
 
 # In-process etcd and kube-apiserver; needs no binary from bin/.
 test-integration: ## integration tests against a real apiserver (race detector on)
