@@ -173,7 +173,7 @@ func (pl *DeviceFit) computeState(ctx context.Context, cs fwk.CycleState, pod *v
 		// CPU pods pay nothing: Filter does not run for them.
 		return nil, fwk.NewStatus(fwk.Skip), ""
 	}
-	selector, err := devices.ParseSelector(pod.Annotations)
+	selector, err := facts.Selector, facts.SelectorErr
 	if err != nil {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error()), metrics.ReasonInvalidAnnotation
 	}

@@ -65,21 +65,18 @@ type claimShares struct {
 	capacity devices.CapacityRequest
 }
 
-// draDemand adds the device requests of the pod's unallocated claims to
-// demand, by class Resource, for the observed workload: claim pods are
-// jobs of the workload as much as pods asking for nvidia.com/gpu. shares is
-// the first request that asks for capacity, if any: a pod asking for half
-// a GPU is a job of its own class.
-func draDemand(v *dra.View, pod *v1.Pod, demand devices.Demand) (_ devices.Demand, shares *claimShares) {
-	if v == nil || len(pod.Spec.ResourceClaims) == 0 {
-		return demand, nil
-	}
-	reqs, err := v.PodRequests(pod, nil)
-	if err != nil {
-		return demand, nil
-	}
+// draDemand adds the device requests of the pod's unallocated claims (reqs,
+// the pod's DRA requests) to demand, by class Resource, for the observed
+// workload: claim pods are jobs of the workload as much as pods asking for
+// nvidia.com/gpu. DRA-served extended resources are in demand already.
+// shares is the first request that asks for capacity, if any: a pod
+// asking for half a GPU is a job of its own class.
+func draDemand(reqs []dra.Request, demand devices.Demand) (_ devices.Demand, shares *claimShares) {
 	out := append(devices.Demand(nil), demand...)
 	for _, r := range reqs {
+		if r.Extended {
+			continue
+		}
 		if shares == nil && !r.Capacity.Empty() {
 			shares = &claimShares{resource: r.Resource, capacity: r.Capacity}
 		}

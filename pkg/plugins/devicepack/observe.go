@@ -7,7 +7,7 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 	fwk "k8s.io/kube-scheduler/framework"
 
-	"github.com/devicefit/devicefit/pkg/devices"
+	"github.com/devicefit/devicefit/pkg/dra"
 	"github.com/devicefit/devicefit/pkg/plugins/shared"
 )
 
@@ -38,19 +38,20 @@ func (pl *DevicePack) observe(ctx context.Context, cycleState fwk.CycleState, po
 	demand := facts.Demand
 	var shares *claimShares
 	if len(pod.Spec.ResourceClaims) > 0 {
-		if view, err := pl.draView(ctx, cycleState); err == nil {
-			demand, shares = draDemand(view, pod, demand)
+		if view, err := pl.draView(ctx, cycleState); err == nil && view != nil {
+			if reqs, err := dra.PodRequestsFor(cycleState, view, pod, demand); err == nil {
+				demand, shares = draDemand(reqs, demand)
+			}
 		}
 	}
 	if len(demand) == 0 {
 		return
 	}
-	sel, err := devices.ParseSelector(pod.Annotations)
-	if err != nil {
+	if facts.SelectorErr != nil {
 		// DeviceFit rejects the pod; a malformed class is no evidence.
 		return
 	}
-	pl.workload.observe(string(pod.UID), demand, shares, facts.MilliCPU, facts.MemoryBytes, selectorKey(pod.Annotations), sel)
+	pl.workload.observe(string(pod.UID), demand, shares, facts.MilliCPU, facts.MemoryBytes, selectorKey(pod.Annotations), facts.Selector)
 }
 
 // PreFilterExtensions returns nil: DevicePack keeps no per-node filter state.

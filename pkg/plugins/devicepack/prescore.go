@@ -9,6 +9,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/devicefit/devicefit/pkg/devices"
+	"github.com/devicefit/devicefit/pkg/dra"
 	"github.com/devicefit/devicefit/pkg/plugins/shared"
 )
 
@@ -104,7 +105,7 @@ func (pl *DevicePack) prepare(ctx context.Context, cycleState fwk.CycleState, po
 	if err != nil {
 		return nil, fwk.AsStatus(fmt.Errorf("DRA devices: %w", err))
 	}
-	reqs, err := view.PodRequests(pod, demand)
+	reqs, err := dra.PodRequestsFor(cycleState, view, pod, demand)
 	if err != nil {
 		// DynamicResources keeps a pod whose claims are missing from being
 		// scheduled; without its demand there is nothing to pack for.

@@ -28,6 +28,11 @@ type Pod struct {
 	Err    error
 	// MilliCPU and MemoryBytes are the pod's summed requests; 0 with Err.
 	MilliCPU, MemoryBytes int64
+	// Selector is what the pod's devicefit.io annotations accept
+	// (devices.ParseSelector), SelectorErr why they are malformed:
+	// DeviceFit rejects the pod then, the observed workload leaves it out.
+	Selector    devices.Selector
+	SelectorErr error
 }
 
 // Clone implements fwk.StateData; Pod is never modified once written.
@@ -48,6 +53,7 @@ func ReadPod(cs fwk.CycleState, pod *v1.Pod, set devices.ResourceSet, key string
 		cpu, mem := reqs[v1.ResourceCPU], reqs[v1.ResourceMemory]
 		p.MilliCPU, p.MemoryBytes = cpu.MilliValue(), mem.Value()
 	}
+	p.Selector, p.SelectorErr = devices.ParseSelector(pod.Annotations)
 	if cs != nil {
 		cs.Write(PodKey, p)
 	}

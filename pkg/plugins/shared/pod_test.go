@@ -78,3 +78,36 @@ func TestReadPod(t *testing.T) {
 		})
 	}
 }
+
+// TestReadPodSelector: the pod's devicefit.io annotations are parsed with
+// its demand, once per cycle, for DeviceFit's PreFilter and the observed
+// workload.
+func TestReadPodSelector(t *testing.T) {
+	set, err := devices.NewResourceSet([]string{"nvidia.com/gpu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := ResourcesKey([]string{"nvidia.com/gpu"})
+	tests := []struct {
+		name        string
+		annotations map[string]string
+		wantMinMiB  int64
+		wantErr     bool
+	}{
+		{name: "no annotations: the empty selector"},
+		{name: "min-memory", annotations: map[string]string{devices.AnnotationMinMemory: "40Gi"}, wantMinMiB: 40 << 10},
+		{name: "malformed: the annotation's error", annotations: map[string]string{devices.AnnotationMinMemory: "lots"}, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := st.MakePod().Name("p").Annotations(tt.annotations).Obj()
+			got := ReadPod(framework.NewCycleState(), pod, set, key)
+			if (got.SelectorErr != nil) != tt.wantErr {
+				t.Fatalf("selector error %v, want one: %v", got.SelectorErr, tt.wantErr)
+			}
+			if got.Selector.MinMemoryMiB != tt.wantMinMiB {
+				t.Errorf("min memory %d MiB, want %d", got.Selector.MinMemoryMiB, tt.wantMinMiB)
+			}
+		})
+	}
+}
