@@ -210,7 +210,7 @@ func ratio(runs map[key]*run, workload, metric, bucket string) (float64, bool) {
 	if !okD || !okF || d == 0 {
 		return 0, false
 	}
-	return d / f, true
+	return f / d, true
 }
 
 // wallRatio is the default/devicefit ratio of the measured pods' wall
