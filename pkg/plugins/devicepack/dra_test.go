@@ -22,8 +22,6 @@ import (
 	"github.com/devicefit/devicefit/internal/nvdra"
 	"github.com/devicefit/devicefit/pkg/apis/config"
 	"github.com/devicefit/devicefit/pkg/dra"
-	"github.com/devicefit/devicefit/pkg/plugins/devicefit"
-	"github.com/devicefit/devicefit/pkg/plugins/shared"
 )
 
 // draHandle serves a snapshot and DRA objects, as the framework's handle
@@ -203,49 +201,16 @@ func TestFinishDRAParallel(t *testing.T) {
 // and the DRA devices still count toward their kind's scarcity.
 func TestDRAKindsStayInTheCycle(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	snapshot, args := scarcityFleet(t)
-	dranode := st.MakeNode().Name("h100").Capacity(map[v1.ResourceName]string{v1.ResourceCPU: "64", v1.ResourceMemory: "512Gi"}).Obj()
-	nodes := []*v1.Node{dranode}
-	infos, err := snapshot.NodeInfos().List()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pods []*v1.Pod
-	for _, n := range infos {
-		nodes = append(nodes, n.Node())
-		for _, p := range n.GetPods() {
-			pods = append(pods, p.GetPod())
-		}
-	}
-	snapshot = cache.NewSnapshot(pods, nodes)
+	// h100 publishes its GPUs in ResourceSlices only: no node label
+	// describes them.
+	snapshot, args := scarcityFleet(t, st.MakeNode().Name("h100").Capacity(map[v1.ResourceName]string{v1.ResourceCPU: "64", v1.ResourceMemory: "512Gi"}).Obj())
 	m := &dra.Objects{
 		Slices:  []*resourceapi.ResourceSlice{nvdra.NodeSlice("h100", nvdra.GPUs(0, 8, "NVIDIA H100 80GB HBM3", "Hopper", "9.0.0", "80Gi")...)},
 		Classes: []*resourceapi.DeviceClass{nvdra.Class("gpu.nvidia.com", nvdra.WholeGPUs, string(gpu))},
 	}
-	h := draHandle{snapshotHandle{snapshot: snapshot}, m}
-	pack, err := New(ctx, args, h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fit, err := devicefit.New(ctx, &config.DeviceFitArgs{DeviceResources: args.DeviceResources, DeviceNodePolicy: config.DeviceNodePolicyNone}, h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	all, err := snapshot.NodeInfos().List()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pod := gpuPod("p", "1")
-	state := framework.NewCycleState()
-	if _, s := fit.(fwk.PreFilterPlugin).PreFilter(ctx, state, pod, all); !s.IsSuccess() {
-		t.Fatalf("DeviceFit PreFilter: %v", s)
-	}
-	fromFit := shared.Read(state)
-	if fromFit == nil {
-		t.Fatal("DeviceFit wrote no shared node counts")
-	}
+	pack, pod, state, all, fromFit := afterDeviceFit(t, ctx, args, draHandle{snapshotHandle{snapshot: snapshot}, m}, snapshot)
 	before := slices.Clone(fromFit.Cache.Kinds())
-	if s := pack.(*DevicePack).PreScore(ctx, state, pod, all); !s.IsSuccess() {
+	if s := pack.PreScore(ctx, state, pod, all); !s.IsSuccess() {
 		t.Fatalf("PreScore: %v", s)
 	}
 	if after := fromFit.Cache.Kinds(); !cmp.Equal(after, before) {

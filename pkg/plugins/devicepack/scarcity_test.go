@@ -1,6 +1,7 @@
 package devicepack
 
 import (
+	"context"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -32,14 +33,15 @@ func (h snapshotHandle) SharedDRAManager() fwk.SharedDRAManager { return nil }
 // SharedInformerFactory: none; the metrics source is then not registered.
 func (h snapshotHandle) SharedInformerFactory() informers.SharedInformerFactory { return nil }
 
-// scarcityFleet: two L4 nodes (one GPU of l4-b taken) and a T4 node, and a
-// static workload of any-GPU and T4-only jobs with scarcity on.
-func scarcityFleet(t *testing.T) (*cache.Snapshot, *config.DevicePackArgs) {
+// scarcityFleet: two L4 nodes (one GPU of l4-b taken), a T4 node and the
+// extra nodes, and a static workload of any-GPU and T4-only jobs with
+// scarcity on.
+func scarcityFleet(t *testing.T, extra ...*v1.Node) (*cache.Snapshot, *config.DevicePackArgs) {
 	node := func(name, product, gpus string) *v1.Node {
 		return st.MakeNode().Name(name).Label(devices.LabelGPUProduct, product).Label(devices.LabelGPUMemory, "23034").
 			Capacity(map[v1.ResourceName]string{v1.ResourceCPU: "64", v1.ResourceMemory: "512Gi", gpu: gpus}).Obj()
 	}
-	nodes := []*v1.Node{node("l4-a", "NVIDIA-L4", "4"), node("l4-b", "NVIDIA-L4", "4"), node("t4", "Tesla-T4", "2")}
+	nodes := append([]*v1.Node{node("l4-a", "NVIDIA-L4", "4"), node("l4-b", "NVIDIA-L4", "4"), node("t4", "Tesla-T4", "2")}, extra...)
 	running := st.MakePod().Name("r").UID("r").Node("l4-b").Res(map[v1.ResourceName]string{gpu: "1"}).Obj()
 	args := staticArgs(t, gpuClass(1, 1), config.WorkloadClass{Resource: string(gpu), Devices: 1, Weight: 1, Products: "Tesla-T4"})
 	args.ScarcityWeight = 100
@@ -97,7 +99,34 @@ func TestScarcityCountsTheWholeCluster(t *testing.T) {
 func TestScarcityFromDeviceFit(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	snapshot, args := scarcityFleet(t)
-	h := snapshotHandle{snapshot: snapshot}
+	pack, pod, state, all, fromFit := afterDeviceFit(t, ctx, args, snapshotHandle{snapshot: snapshot}, snapshot)
+	candidates := []fwk.NodeInfo{all[0], all[2]} // l4-b is no candidate
+	if s := pack.PreScore(ctx, state, pod, candidates); !s.IsSuccess() {
+		t.Fatalf("PreScore: %v", s)
+	}
+	c, err := state.Read(preScoreStateKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := c.(*preScoreState)
+	if ps.cache != fromFit.Cache {
+		t.Error("PreScore did not use DeviceFit's node cache")
+	}
+	got := map[string]int64{}
+	for id, k := range ps.kinds {
+		got[fromFit.Cache.Kinds()[id].Device.Product] += k.free
+	}
+	if want := map[string]int64{"NVIDIA-L4": 4 + 3, "Tesla-T4": 2}; !cmp.Equal(got, want) {
+		t.Errorf("free devices from DeviceFit's walk: got %v, want %v", got, want)
+	}
+}
+
+// afterDeviceFit makes DevicePack and DeviceFit on h and runs DeviceFit's
+// PreFilter for a 1-GPU pod over the snapshot's nodes, as the framework
+// does before DevicePack's PreScore: it returns DevicePack, the pod, the
+// cycle state, the nodes and what DeviceFit shared (pkg/plugins/shared).
+func afterDeviceFit(t *testing.T, ctx context.Context, args *config.DevicePackArgs, h fwk.Handle, snapshot *cache.Snapshot) (*DevicePack, *v1.Pod, fwk.CycleState, []fwk.NodeInfo, *shared.Nodes) {
+	t.Helper()
 	pack, err := New(ctx, args, h)
 	if err != nil {
 		t.Fatal(err)
@@ -119,23 +148,5 @@ func TestScarcityFromDeviceFit(t *testing.T) {
 	if fromFit == nil {
 		t.Fatal("DeviceFit wrote no shared node counts")
 	}
-	candidates := []fwk.NodeInfo{all[0], all[2]} // l4-b is no candidate
-	if s := pack.(*DevicePack).PreScore(ctx, state, pod, candidates); !s.IsSuccess() {
-		t.Fatalf("PreScore: %v", s)
-	}
-	c, err := state.Read(preScoreStateKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ps := c.(*preScoreState)
-	if ps.cache != fromFit.Cache {
-		t.Error("PreScore did not use DeviceFit's node cache")
-	}
-	got := map[string]int64{}
-	for id, k := range ps.kinds {
-		got[fromFit.Cache.Kinds()[id].Device.Product] += k.free
-	}
-	if want := map[string]int64{"NVIDIA-L4": 4 + 3, "Tesla-T4": 2}; !cmp.Equal(got, want) {
-		t.Errorf("free devices from DeviceFit's walk: got %v, want %v", got, want)
-	}
+	return pack.(*DevicePack), pod, state, all, fromFit
 }
