@@ -215,9 +215,10 @@ func ratio(runs map[key]*run, workload, metric, bucket string) (float64, bool) {
 
 // wallRatio is the default/devicefit ratio of the measured pods' wall
 // time: the throughput ratio over the whole measurement, where
-// SchedulingThroughput averages one-second samples. The two agree on the
-// minute-long runs of make bench; on a short run's few seconds the samples
-// are a handful and partial seconds sway their average: four runs of
+// SchedulingThroughput averages one-second samples. The two agree within
+// 0.03 on make bench's GPUFleet runs, a minute or more each; over a few
+// seconds the samples are a handful and partial seconds sway their
+// average: four runs of
 // DRAFleet/200Nodes on the same code gave 0.61, 0.91, 0.94 and 1.01 by the
 // average, 1.68, 1.07, 1.64 and 1.43 by wall time.
 func wallRatio(runs map[key]*run, workload string) (float64, bool) {
