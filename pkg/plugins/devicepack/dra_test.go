@@ -208,7 +208,7 @@ func TestDRAKindsStayInTheCycle(t *testing.T) {
 		Slices:  []*resourceapi.ResourceSlice{nvdra.NodeSlice("h100", nvdra.GPUs(0, 8, "NVIDIA H100 80GB HBM3", "Hopper", "9.0.0", "80Gi")...)},
 		Classes: []*resourceapi.DeviceClass{nvdra.Class("gpu.nvidia.com", nvdra.WholeGPUs, string(gpu))},
 	}
-	pack, pod, state, all, fromFit := afterDeviceFit(t, ctx, args, draHandle{snapshotHandle{snapshot: snapshot}, m}, snapshot)
+	pack, pod, state, all, fromFit := afterDeviceFit(t, ctx, args, draHandle{snapshotHandle{snapshot: snapshot}, m})
 	before := slices.Clone(fromFit.Cache.Kinds())
 	if s := pack.PreScore(ctx, state, pod, all); !s.IsSuccess() {
 		t.Fatalf("PreScore: %v", s)

@@ -99,7 +99,7 @@ func TestScarcityCountsTheWholeCluster(t *testing.T) {
 func TestScarcityFromDeviceFit(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	snapshot, args := scarcityFleet(t)
-	pack, pod, state, all, fromFit := afterDeviceFit(t, ctx, args, snapshotHandle{snapshot: snapshot}, snapshot)
+	pack, pod, state, all, fromFit := afterDeviceFit(t, ctx, args, snapshotHandle{snapshot: snapshot})
 	candidates := []fwk.NodeInfo{all[0], all[2]} // l4-b is no candidate
 	if s := pack.PreScore(ctx, state, pod, candidates); !s.IsSuccess() {
 		t.Fatalf("PreScore: %v", s)
@@ -122,10 +122,10 @@ func TestScarcityFromDeviceFit(t *testing.T) {
 }
 
 // afterDeviceFit makes DevicePack and DeviceFit on h and runs DeviceFit's
-// PreFilter for a 1-GPU pod over the snapshot's nodes, as the framework
+// PreFilter for a 1-GPU pod over h's snapshot's nodes, as the framework
 // does before DevicePack's PreScore: it returns DevicePack, the pod, the
 // cycle state, the nodes and what DeviceFit shared (pkg/plugins/shared).
-func afterDeviceFit(t *testing.T, ctx context.Context, args *config.DevicePackArgs, h fwk.Handle, snapshot *cache.Snapshot) (*DevicePack, *v1.Pod, fwk.CycleState, []fwk.NodeInfo, *shared.Nodes) {
+func afterDeviceFit(t *testing.T, ctx context.Context, args *config.DevicePackArgs, h fwk.Handle) (*DevicePack, *v1.Pod, fwk.CycleState, []fwk.NodeInfo, *shared.Nodes) {
 	t.Helper()
 	pack, err := New(ctx, args, h)
 	if err != nil {
@@ -135,7 +135,7 @@ func afterDeviceFit(t *testing.T, ctx context.Context, args *config.DevicePackAr
 	if err != nil {
 		t.Fatal(err)
 	}
-	all, err := snapshot.NodeInfos().List()
+	all, err := h.SnapshotSharedLister().NodeInfos().List()
 	if err != nil {
 		t.Fatal(err)
 	}
