@@ -4,6 +4,8 @@
 #   hack/version.sh version        devicefit's own version, e.g. v0.1.0-dev+3f2a1bc4d5e6
 #   hack/version.sh ldflags        -X flags for devicefit's binaries
 #   hack/version.sh kube-ldflags   -X flags for the upstream tools (kube-apiserver, kubectl)
+#   hack/version.sh kube-ldflags hack/tools/kube-1.35
+#                                  the same for the release that module pins (test/e2e/skew)
 #
 # Why devicefit's binaries report "v1.37.2+devicefit.<version>" rather than
 # devicefit's version alone: k8s.io/component-base/version.gitVersion is not
@@ -72,8 +74,10 @@ build_date() {
   fi
 }
 
+# kube_version [MODULE_DIR]: the k8s.io/kubernetes release of the main
+# module, or of one of the hack/tools/kube-<minor> modules.
 kube_version() {
-  go list -m -f '{{.Version}}' k8s.io/kubernetes
+  (cd "${1:-.}" && go list -m -f '{{.Version}}' k8s.io/kubernetes)
 }
 
 # x_flags VERSION [COMMIT TREE DATE] stamps both version packages:
@@ -108,7 +112,7 @@ case "${1:-version}" in
     # Upstream tools report the Kubernetes release they are built from. The
     # module graph knows no upstream commit, and a date would relink them on
     # every devicefit commit for nothing.
-    x_flags "$(kube_version)" "" clean
+    x_flags "$(kube_version "${2:-}")" "" clean
     ;;
   *)
     echo "usage: $0 [version|ldflags|kube-ldflags]" >&2

@@ -12,7 +12,6 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/version"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 
-	"github.com/devicefit/devicefit/pkg/apis/config/validation"
 	"github.com/devicefit/devicefit/pkg/plugins/devicefit"
 	"github.com/devicefit/devicefit/pkg/plugins/devicepack"
 )
@@ -26,10 +25,6 @@ func newCommand() *cobra.Command {
 		app.WithPlugin(devicefit.Name, devicefit.New),
 		app.WithPlugin(devicepack.Name, devicepack.New),
 	)
-	// Upstream validates only in-tree plugin args with field paths; this names
-	// the field of a bad devicefit arg before the scheduler starts.
-	command.PreRunE = func(cmd *cobra.Command, _ []string) error {
-		return validation.ValidateConfigFile(cmd.Flag("config").Value.String())
-	}
+	command.PersistentPreRunE = beforeScheduler(command.PersistentPreRunE, []string{devicefit.Name, devicepack.Name})
 	return command
 }
