@@ -25,7 +25,7 @@ RACE ?= -race
 LOCALUP_FLAGS ?=
 UNIT_TIMEOUT ?= 20m
 INTEGRATION_TIMEOUT ?= 60m
-E2E_TIMEOUT ?= 20m
+E2E_TIMEOUT ?= 30m
 FAULTS_TIMEOUT ?= 30m
 # The newest prometheus-operator the module proxy serves here; only its CRDs
 # are used (test-e2e), it is not a Go dependency.
@@ -39,7 +39,7 @@ KUBE_LDFLAGS = $(shell hack/version.sh kube-ldflags)
 COMMANDS := $(filter-out scheduler,$(sort $(notdir $(patsubst %/,%,$(dir $(wildcard cmd/*/*.go))))))
 TOOLS := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-scheduler $(BIN)/kubectl
 
-.PHONY: all build scheduler commands tools test test-chart test-unit test-integration test-e2e test-faults \
+.PHONY: all build scheduler commands tools skew-tools test test-chart test-unit test-integration test-e2e test-faults \
 	fuzz prometheus manifests deploy krew undeploy image run verify verify-gofmt verify-vet verify-tidy verify-codegen generate clean help replay replay-report replay-charts
 
 all: build tools
@@ -88,6 +88,33 @@ $(BIN)/kubectl: go.mod go.sum
 	$(GO) build -ldflags '$(KUBE_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kubectl
 	@touch $@
 
+# Older control planes for the skew tests (test/e2e/skew) and `make run
+# KUBE_VERSION=1.35`: kube-apiserver, kube-controller-manager and etcd of
+# the release that hack/tools/kube-<minor> pins (hack/kube-version-module.sh
+# writes it), so that the main module keeps one Kubernetes. They share few
+# compiled packages with the main module (another k8s.io release), so a cold
+# build costs about what the main module's tools cost; after that nothing
+# until that go.mod changes. The newest supported minor is the main module's
+# own bin/ tools.
+KUBE_SKEW_VERSIONS := 1.35 1.36
+SKEW_TOOLS := $(foreach v,$(KUBE_SKEW_VERSIONS),$(addprefix $(BIN)/kube-$(v)/,etcd kube-apiserver kube-controller-manager))
+
+skew-tools: $(SKEW_TOOLS) ## bin/kube-<minor>/ control planes of the older supported minors
+
+$(BIN)/kube-%/etcd: hack/tools/kube-%/go.mod hack/tools/kube-%/go.sum
+	cd hack/tools/kube-$* && $(GO) build -o $(abspath $@) go.etcd.io/etcd/server/v3
+	@touch $@
+
+$(BIN)/kube-%/kube-apiserver: hack/tools/kube-%/go.mod hack/tools/kube-%/go.sum
+	cd hack/tools/kube-$* && $(GO) build -ldflags '$(shell hack/version.sh kube-ldflags hack/tools/kube-$*)' \
+		-o $(abspath $@) k8s.io/kubernetes/cmd/kube-apiserver
+	@touch $@
+
+$(BIN)/kube-%/kube-controller-manager: hack/tools/kube-%/go.mod hack/tools/kube-%/go.sum
+	cd hack/tools/kube-$* && $(GO) build -ldflags '$(shell hack/version.sh kube-ldflags hack/tools/kube-$*)' \
+		-o $(abspath $@) k8s.io/kubernetes/cmd/kube-controller-manager
+	@touch $@
+
 # helm (charts/devicefit, test-chart) comes from a tools module of its own,
 # so helm's other dependencies stay out of the main module's go.mod; the
 # version is read from that go.mod so that `helm version` reports it.
@@ -107,19 +134,23 @@ $(BIN)/helm: $(HELM_MOD)/go.mod $(HELM_MOD)/go.sum
 test: test-chart test-unit test-integration test-e2e test-faults test-perf-short ## all tests
 
 # The Helm chart (charts/devicefit), statically: lint with the schema
-# (values.schema.json) and render, with its defaults and with everything on.
-# A few seconds; test/e2e compares the rendering with the kustomize base and
-# installs it. helm's own files (cache, config) stay under bin/.
+# (values.schema.json), with its defaults and with everything on, then
+# render it for each supported Kubernetes minor with the API versions a
+# server of that minor serves, and check what each gets (the routing policy
+# from 1.36, pod groups where scheduling.k8s.io/v1beta1 is on, NOTES on what
+# was left out) and that helm refuses 1.34 naming the supported range
+# (hack/test-chart.sh). A few seconds; test/e2e compares the rendering with
+# the kustomize base and installs it. helm's own files (cache, config) stay
+# under bin/.
 CHART := charts/devicefit
 HELM_ENV = HELM_CACHE_HOME=$(abspath $(BIN))/helm-home/cache HELM_CONFIG_HOME=$(abspath $(BIN))/helm-home/config \
 	HELM_DATA_HOME=$(abspath $(BIN))/helm-home/data
 HELM_ALL_ON := --set serviceMonitor.enabled=true,prometheusRule.enabled=true,podGroups.enabled=true
 
-test-chart: $(BIN)/helm ## helm lint --strict and helm template of charts/devicefit
+test-chart: $(BIN)/helm ## helm lint --strict, and helm template of charts/devicefit for each supported Kubernetes minor
 	$(HELM_ENV) $(BIN)/helm lint --strict $(CHART)
 	$(HELM_ENV) $(BIN)/helm lint --strict $(CHART) $(HELM_ALL_ON)
-	@echo "$(BIN)/helm template devicefit $(CHART) -n devicefit-system $(HELM_ALL_ON) > /dev/null"
-	@$(HELM_ENV) $(BIN)/helm template devicefit $(CHART) -n devicefit-system $(HELM_ALL_ON) > /dev/null
+	$(HELM_ENV) hack/test-chart.sh $(BIN)/helm $(CHART)
 
 # Also runs the committed fuzz seed corpora (testdata/fuzz).
 test-unit: ## unit tests of pkg/, internal/, cmd/ and the bench report (race detector on)
@@ -129,22 +160,25 @@ test-unit: ## unit tests of pkg/, internal/, cmd/ and the bench report (race det
 test-integration: ## integration tests against a real apiserver (race detector on)
 	$(GO) test $(RACE) -timeout $(INTEGRATION_TIMEOUT) $(GOTESTFLAGS) ./test/integration/...
 
-# The built binaries end to end: manifests/ applied (on the real
-# prometheus-operator CRDs), the scheduler under the manifests' identity, a
-# real Prometheus scraping it; charts/devicefit rendered against manifests/
-# and installed with the README's helm install (TestHelmInstall starts a
+# The built binaries end to end: manifests/ with components/routing applied
+# (on the real prometheus-operator CRDs), the scheduler under the manifests'
+# identity, a real Prometheus scraping it; charts/devicefit rendered against
+# them and installed with the README's helm install (TestHelmInstall starts a
 # second, short-lived control plane: the first holds the base's objects,
 # which helm must not adopt); test/e2e/day2 adds kube-controller-manager for
-# kubectl devicefit defrag --apply. -p 1: one test package at a time on
+# kubectl devicefit defrag --apply; test/e2e/skew installs the kustomize
+# base and the chart on every supported control-plane minor with its
+# default gates (bin/kube-<minor>/, skew-tools) and writes what each showed
+# to bin/skew-report.md. -p 1: one test package at a time on
 # small machines. PROMETHEUS_OPERATOR_CRDS may name a CRD
 # directory instead of the one fetched through the module proxy. -count=1:
 # Go's test cache cannot see what the binaries and kubectl read (manifests/),
 # so a cached pass could hide a broken manifest.
-test-e2e: build tools $(BIN)/helm prometheus ## end-to-end tests with bin/, the manifests, the Helm chart and a real Prometheus
+test-e2e: build tools skew-tools $(BIN)/helm prometheus ## end-to-end tests with bin/, the manifests, the Helm chart and a real Prometheus
 	@crds="$${PROMETHEUS_OPERATOR_CRDS:-$$(hack/prometheus-operator-crds.sh $(PROMETHEUS_OPERATOR_VERSION))}"; \
-	echo "DEVICEFIT_BIN_DIR=$(abspath $(BIN)) PROMETHEUS_OPERATOR_CRDS=$$crds $(GO) test -p 1 -count=1 -timeout $(E2E_TIMEOUT) $(GOTESTFLAGS) ./test/e2e ./test/e2e/day2 ./test/e2e/coexistence"; \
-	DEVICEFIT_BIN_DIR="$(abspath $(BIN))" PROMETHEUS_OPERATOR_CRDS="$$crds" \
-		$(GO) test -p 1 -count=1 -timeout $(E2E_TIMEOUT) $(GOTESTFLAGS) ./test/e2e ./test/e2e/day2 ./test/e2e/coexistence
+	echo "DEVICEFIT_BIN_DIR=$(abspath $(BIN)) PROMETHEUS_OPERATOR_CRDS=$$crds $(GO) test -p 1 -count=1 -timeout $(E2E_TIMEOUT) $(GOTESTFLAGS) ./test/e2e ./test/e2e/day2 ./test/e2e/coexistence ./test/e2e/skew"; \
+	DEVICEFIT_BIN_DIR="$(abspath $(BIN))" PROMETHEUS_OPERATOR_CRDS="$$crds" DEVICEFIT_SKEW_REPORT="$(abspath $(BIN))/skew-report.md" \
+		$(GO) test -p 1 -count=1 -timeout $(E2E_TIMEOUT) $(GOTESTFLAGS) ./test/e2e ./test/e2e/day2 ./test/e2e/coexistence ./test/e2e/skew
 
 # Fault injection with the built binaries (test/e2e/faults, a control plane
 # of its own): leader failover with SIGKILL (2000 pods, the takeover time in
@@ -257,25 +291,40 @@ prometheus: ## prometheus and promtool on PATH (apt-get install prometheus when 
 # image of the kustomize base through a generated overlay in bin/deploy, so
 # manifests/ itself is never edited; KUBECTL defaults to the one built from
 # the pinned module graph, run against the current kubeconfig context.
+# MANIFEST_COMPONENTS names the components of manifests/components/ the
+# overlay adds to the base, which installs on the oldest supported minor:
+# routing (the MutatingAdmissionPolicy, admissionregistration.k8s.io/v1,
+# served by default from Kubernetes 1.36) unless told otherwise. On a 1.35
+# cluster: make deploy MANIFEST_COMPONENTS= (device pods then name
+# spec.schedulerName themselves); with node ownership: MANIFEST_COMPONENTS="routing
+# node-ownership".
 IMG ?=
 KUBECTL ?= $(BIN)/kubectl
 DEPLOY_DIR := $(BIN)/deploy
+MANIFEST_COMPONENTS ?= routing
 
-manifests: $(BIN)/kubectl ## render manifests/ (image IMG if set) into bin/manifests.yaml
+manifests: $(BIN)/kubectl ## render manifests/ with MANIFEST_COMPONENTS (image IMG if set) into bin/manifests.yaml
 	@mkdir -p $(DEPLOY_DIR)
-	@{ echo "# Generated by make manifests: manifests/ with the image set to IMG."; \
+	@for c in $(MANIFEST_COMPONENTS); do \
+	  if [[ ! -f manifests/components/$$c/kustomization.yaml ]]; then \
+	    echo "manifests: no component manifests/components/$$c (MANIFEST_COMPONENTS=$(MANIFEST_COMPONENTS))" >&2; exit 2; \
+	  fi; \
+	done
+	@{ echo "# Generated by make manifests: manifests/ with the image set to IMG and MANIFEST_COMPONENTS."; \
 	  echo "apiVersion: kustomize.config.k8s.io/v1beta1"; \
 	  echo "kind: Kustomization"; \
 	  echo "resources: [../../manifests]"; \
+	  components="$(strip $(foreach c,$(MANIFEST_COMPONENTS),../../manifests/components/$(c)))"; \
+	  if [[ -n "$$components" ]]; then echo "components: [$${components// /, }]"; fi; \
 	  if [[ -n "$(IMG)" ]]; then \
 	    img="$(IMG)"; name="$${img%:*}"; tag="$${img##*:}"; \
 	    if [[ "$$name" == "$$img" || "$$tag" == */* ]]; then name="$$img"; tag=latest; fi; \
 	    echo "images: [{name: ghcr.io/devicefit/devicefit-scheduler, newName: $$name, newTag: $$tag}]"; \
 	  fi; } > $(DEPLOY_DIR)/kustomization.yaml
 	$(BIN)/kubectl kustomize $(DEPLOY_DIR) > $(BIN)/manifests.yaml
-	@echo "manifests: $(BIN)/manifests.yaml ($$(grep -c '^kind:' $(BIN)/manifests.yaml) objects)"
+	@echo "manifests: $(BIN)/manifests.yaml ($$(grep -c '^kind:' $(BIN)/manifests.yaml) objects; components: $(or $(strip $(MANIFEST_COMPONENTS)),none))"
 
-deploy: manifests ## kubectl apply --server-side the manifests to the current context (IMG=registry/image:tag)
+deploy: manifests ## kubectl apply --server-side the manifests to the current context (IMG=registry/image:tag, MANIFEST_COMPONENTS= on 1.35)
 	$(KUBECTL) apply --server-side --field-manager=devicefit -f $(BIN)/manifests.yaml
 	$(KUBECTL) -n devicefit-system rollout status deployment/devicefit-scheduler --timeout=5m
 
@@ -302,8 +351,14 @@ krew: ## kubectl-devicefit release archives for krew in bin/krew/ (VERSION=vX.Y.
 	done; \
 	cd $(KREW_DIR) && sha256sum *.tar.gz
 
-run: build tools ## the local run: control plane, GPU fleet, scheduler, workload
-	$(BIN)/localup --bin-dir $(BIN) --config manifests/scheduler-config.yaml $(LOCALUP_FLAGS)
+# KUBE_VERSION=1.35 (or 1.36) runs the local run's control plane of that
+# minor from bin/kube-<minor>/ (skew-tools, only that minor's three
+# binaries); empty or the newest, bin/'s own. localup refuses any other.
+KUBE_VERSION ?=
+RUN_SKEW_TOOLS = $(if $(filter $(KUBE_VERSION),$(KUBE_SKEW_VERSIONS)),$(addprefix $(BIN)/kube-$(KUBE_VERSION)/,etcd kube-apiserver kube-controller-manager))
+
+run: build tools $(RUN_SKEW_TOOLS) ## the local run: control plane (KUBE_VERSION=1.35: of that minor), GPU fleet, scheduler, workload
+	$(BIN)/localup --bin-dir $(BIN) --config manifests/scheduler-config.yaml $(if $(KUBE_VERSION),--kube-version $(KUBE_VERSION)) $(LOCALUP_FLAGS)
 
 # Trace replay (cmd/replay, docs/placement.md). The Alibaba GPU trace v2023
 # is not part of the repository (research use only); it is looked for next to
@@ -467,10 +522,12 @@ verify-vet:
 	$(GO) vet ./...
 
 # The helm tools module too: its go.sum must stay complete for $(BIN)/helm,
-# and its versions the main module's (hack/align-helm-module.sh).
+# and its versions the main module's (hack/align-helm-module.sh); and the
+# older control planes' modules (hack/tools/kube-<minor>).
 verify-tidy:
 	$(GO) mod tidy -diff
 	cd $(HELM_MOD) && $(GO) mod tidy -diff
+	for v in $(KUBE_SKEW_VERSIONS); do (cd hack/tools/kube-$$v && $(GO) mod tidy -diff); done
 	hack/align-helm-module.sh --verify
 
 # The deepcopy, conversion and defaulting code of pkg/apis
@@ -479,9 +536,9 @@ verify-tidy:
 # Go's cache on first use (about 1 minute on 2 cores from an empty GOCACHE);
 # then verify-codegen takes about 15 s, each generator type-checking pkg/apis
 # and its dependencies from source.
-generate: ## regenerate pkg/apis/**/zz_generated.*.go and manifests/routing-policy.yaml
+generate: ## regenerate pkg/apis/**/zz_generated.*.go and manifests/components/routing/routing-policy.yaml
 	hack/update-codegen.sh
-	$(GO) run ./cmd/kubectl-devicefit routing-policy --config manifests/scheduler-config.yaml > manifests/routing-policy.yaml
+	$(GO) run ./cmd/kubectl-devicefit routing-policy --config manifests/scheduler-config.yaml > manifests/components/routing/routing-policy.yaml
 
 verify-codegen: ## fail, showing the diff, when pkg/apis/**/zz_generated.*.go are stale
 	hack/verify-codegen.sh

@@ -68,7 +68,9 @@ number of the free devices that a job of the workload could not use where they a
 accept), the measure of the scheduler's devicefit_devices gauges, against the same workload: the
 devicefit profile's (DevicePack's args), a Static one as configured, an Observed
 one from its prior and the device pods bound and pending now, each counted once.
---by pool lists DRA resource pools instead. Reads the API server only.`,
+--by pool lists DRA resource pools instead. Below the table: the control plane's
+Kubernetes version and, one line each, the device features it does not serve (as
+the scheduler logs them at startup). Reads the API server only.`,
 		Example: inventoryExample,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -135,6 +137,13 @@ func (o *inventoryOptions) run(ctx context.Context) error {
 			return err
 		}
 		fmt.Fprintf(o.streams.ErrOut, "\nStranded against: %s.\n", about)
+		lines, err := cli.ControlPlaneLines(cs.Discovery())
+		if err != nil {
+			return err
+		}
+		for _, l := range lines {
+			fmt.Fprintln(o.streams.ErrOut, l)
+		}
 	}
 	for _, w := range append(cli.ExtendedWarnings(inv.ExtendedResources), cli.OtherSchedulerWarnings(inv.OtherSchedulers)...) {
 		fmt.Fprintln(o.streams.ErrOut, "Warning:", w)

@@ -36,7 +36,8 @@ func newRoutingPolicyCommand(flags *genericclioptions.ConfigFlags, streams gener
 give every pod created for the default scheduler and asking for a device (the
 profile's DeviceFit deviceResources, DRA-backed extended resources, resource
 claims) the profile's schedulerName, so that one scheduler books the devices.
-manifests/routing-policy.yaml is this command's output for manifests/.`,
+manifests/components/routing/routing-policy.yaml is this command's output for
+manifests/scheduler-config.yaml.`,
 		Example: routingPolicyExample,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

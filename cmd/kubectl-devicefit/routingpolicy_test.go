@@ -16,21 +16,21 @@ import (
 	"github.com/devicefit/devicefit/pkg/routing"
 )
 
-// TestRoutingPolicyManifest: manifests/routing-policy.yaml is the
-// command's output for manifests/scheduler-config.yaml, so the device
-// resources it routes are the deployed DeviceFit args', never a copy.
+// TestRoutingPolicyManifest: manifests/components/routing/routing-policy.yaml
+// is the command's output for manifests/scheduler-config.yaml, so the
+// device resources it routes are the deployed DeviceFit args', never a copy.
 func TestRoutingPolicyManifest(t *testing.T) {
 	var out, errOut bytes.Buffer
 	streams := genericiooptions.IOStreams{Out: &out, ErrOut: &errOut}
 	if code := run(streams, []string{"routing-policy", "--config", "../../manifests/scheduler-config.yaml"}); code != 0 {
 		t.Fatalf("exit code %d: %s", code, errOut.String())
 	}
-	committed, err := os.ReadFile("../../manifests/routing-policy.yaml")
+	committed, err := os.ReadFile("../../manifests/components/routing/routing-policy.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(string(committed), out.String()); diff != "" {
-		t.Errorf("manifests/routing-policy.yaml is not the output of `kubectl devicefit routing-policy --config manifests/scheduler-config.yaml` "+
+		t.Errorf("manifests/components/routing/routing-policy.yaml is not the output of `kubectl devicefit routing-policy --config manifests/scheduler-config.yaml` "+
 			"(make generate writes it) (-committed,+generated):\n%s", diff)
 	}
 }

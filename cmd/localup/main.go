@@ -3,7 +3,9 @@
 // the configuration from manifests/, registers a simulated GPU fleet (nodes
 // with GPU Feature Discovery labels and device capacity; no kubelet), submits
 // a demo workload, reports where every pod went and why the others could not
-// go anywhere, and stops everything again.
+// go anywhere, and stops everything again. --kube-version runs an older
+// supported control plane (bin/kube-<minor>/) under the same schedulers, with
+// the demo cut to what that minor serves.
 //
 // Everything it starts listens on 127.0.0.1 only and lives in one temporary
 // directory, removed at the end unless the run failed (then the logs are kept
@@ -28,6 +30,7 @@ import (
 	"github.com/devicefit/devicefit/internal/cmdflags"
 	"github.com/devicefit/devicefit/internal/controlplane"
 	"github.com/devicefit/devicefit/internal/localup"
+	"github.com/devicefit/devicefit/pkg/support"
 )
 
 func main() {
@@ -89,6 +92,9 @@ func newFlags(o *localup.Options) *cmdflags.Command {
 	fs.DurationVar(&o.Timeout, "timeout", 3*time.Minute, "how long the workload may take to settle")
 	fs.Int64Var(&o.Seed, "seed", 42, "seed of the workload's pod sizes and submission order")
 	fs.DurationVar(&o.Grace, "grace", 10*time.Second, "how long each process may take to exit after SIGTERM before it is killed")
+	fs.StringVar(&o.KubeVersion, "kube-version", localup.NewestKubeVersion(), "Kubernetes minor of the control plane, "+support.RangeString()+
+		": an older one runs etcd, kube-apiserver and kube-controller-manager from <bin-dir>/kube-<minor>/ (make skew-tools), "+
+		"and the demo leaves out the device features that minor does not serve, saying which")
 	fs.BoolVar(&o.Workload, "workload", false, "pod groups in NVLink domains instead of the device mix (docs/gangs.md): GenericWorkload and TopologyAwareWorkloadScheduling on, 4 cliques of 18 GB200 trays, gangs of 2-16 trays and single pods")
 	return cmd
 }
@@ -97,11 +103,18 @@ func newFlags(o *localup.Options) *cmdflags.Command {
 // (after --help, --version or a bad flag).
 func parseFlags(args []string, stdout, stderr io.Writer) (o localup.Options, code int, exit bool) {
 	rest, code, exit := newFlags(&o).Parse(args, stdout, stderr)
-	if !exit && len(rest) > 0 {
+	if exit {
+		return o, code, exit
+	}
+	if len(rest) > 0 {
 		fmt.Fprintf(stderr, "localup: unexpected arguments %q\n", rest)
 		return o, 2, true
 	}
-	return o, code, exit
+	if err := o.Validate(); err != nil {
+		fmt.Fprintln(stderr, "localup:", err)
+		return o, 2, true
+	}
+	return o, 0, false
 }
 
 // reportFailure prints the error, where each log is, and the end of the log

@@ -41,7 +41,7 @@ const (
 	// CRDDirEnv names the prometheus-operator's example/prometheus-operator-crd.
 	CRDDirEnv = "PROMETHEUS_OPERATOR_CRDS"
 	// ManifestsEnv optionally names a kustomize directory to test instead of
-	// manifests/.
+	// manifests/, as it is: Options.Components are not added to it.
 	ManifestsEnv = "DEVICEFIT_MANIFESTS"
 )
 

@@ -29,6 +29,13 @@ type Options struct {
 	// Setup; a failure ends the run. test/e2e records its failures instead,
 	// for TestManifestsApply to report, and leaves this off.
 	InstallManifests bool
+	// Components are components of manifests/components that the
+	// manifests installed (InstallManifests) or built (Env.Kustomization)
+	// add to the base, e.g. "routing": the base installs on the oldest
+	// supported minor, and the package's control plane (bin/, the newest)
+	// serves more. Not used with DEVICEFIT_MANIFESTS, a directory tested as
+	// it is.
+	Components []string
 	// Controllers, when not empty, are the kube-controller-manager
 	// controllers to start (ControlPlane.StartControllerManager) before
 	// Setup.
@@ -48,6 +55,9 @@ type Env struct {
 	// Manifests is the kustomize directory under test: DEVICEFIT_MANIFESTS,
 	// else manifests/ of the repository.
 	Manifests string
+	// Kustomization is the directory `kubectl kustomize` builds: Manifests
+	// with Options.Components (a kustomization in Dir), else Manifests.
+	Kustomization string
 	// Dir holds the control plane's state, kubeconfigs, certificates and
 	// the log of every process; it is removed when every test passed.
 	Dir string
@@ -140,13 +150,23 @@ func (e *Env) fromVariables(o Options) error {
 }
 
 func (e *Env) setUp(ctx context.Context, o Options) error {
-	if o.InstallManifests {
-		objects, err := InstallManifests(ctx, e.Kubectl("kubectl"), e.CRDDir, e.Manifests)
+	e.Kustomization = e.Manifests
+	what := e.Manifests
+	if len(o.Components) > 0 && os.Getenv(ManifestsEnv) == "" {
+		dir, err := Kustomization(filepath.Join(e.Dir, "kustomize"), e.Manifests, o.Components)
 		if err != nil {
-			return fmt.Errorf("installing %s: %w", e.Manifests, err)
+			return fmt.Errorf("%s with components %v: %w", e.Manifests, o.Components, err)
+		}
+		e.Kustomization = dir
+		what = fmt.Sprintf("%s with components %v", e.Manifests, o.Components)
+	}
+	if o.InstallManifests {
+		objects, err := InstallManifests(ctx, e.Kubectl("kubectl"), e.CRDDir, e.Kustomization)
+		if err != nil {
+			return fmt.Errorf("installing %s: %w", what, err)
 		}
 		e.Objects = objects
-		fmt.Printf("%s: %d objects of %s applied\n", o.Name, len(objects), e.Manifests)
+		fmt.Printf("%s: %d objects of %s applied\n", o.Name, len(objects), what)
 	}
 	if len(o.Controllers) > 0 {
 		if err := e.CP.StartControllerManager(ctx, o.Controllers...); err != nil {

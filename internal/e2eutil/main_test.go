@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
 )
 
 func TestFromVariables(t *testing.T) {
@@ -66,5 +67,55 @@ func TestNodeCapacity(t *testing.T) {
 	}
 	if m := c[v1.ResourceMemory]; m.String() != "512Gi" {
 		t.Errorf("memory %s, want 512Gi", m.String())
+	}
+}
+
+// TestKustomization: the base and its components, by paths relative to a
+// directory outside manifests/ (kustomize refuses absolute ones), in order;
+// an unknown component is refused.
+func TestKustomization(t *testing.T) {
+	wd, _ := os.Getwd()
+	manifests := filepath.Join(filepath.Dir(filepath.Dir(wd)), "manifests")
+	dir, err := Kustomization(filepath.Join(t.TempDir(), "kustomize"), manifests, []string{"routing", "node-ownership"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k struct {
+		APIVersion string   `json:"apiVersion"`
+		Kind       string   `json:"kind"`
+		Resources  []string `json:"resources"`
+		Components []string `json:"components"`
+	}
+	if err := yaml.UnmarshalStrict(data, &k); err != nil {
+		t.Fatalf("%v:\n%s", err, data)
+	}
+	// What kustomize reaches from dir: symlinks resolved, as it does.
+	real := func(path string) string {
+		r, err := filepath.EvalSymlinks(path)
+		if err != nil {
+			t.Error(err)
+		}
+		return r
+	}
+	resolve := func(paths []string) string {
+		var out []string
+		for _, p := range paths {
+			if filepath.IsAbs(p) {
+				t.Errorf("absolute path %s", p)
+			}
+			out = append(out, real(filepath.Join(real(dir), p)))
+		}
+		return strings.Join(out, " ")
+	}
+	want := real(filepath.Join(manifests, "components", "routing")) + " " + real(filepath.Join(manifests, "components", "node-ownership"))
+	if k.Kind != "Kustomization" || resolve(k.Resources) != real(manifests) || resolve(k.Components) != want {
+		t.Errorf("kustomization.yaml in %s:\n%s\nwant resources [%s], components [%s] (in order)", dir, data, manifests, want)
+	}
+	if _, err := Kustomization(t.TempDir(), manifests, []string{"nonesuch"}); err == nil || !strings.Contains(err.Error(), "nonesuch") {
+		t.Errorf("unknown component: %v, want an error naming it", err)
 	}
 }

@@ -90,9 +90,67 @@ func DecodeObjects(data []byte) ([]*unstructured.Unstructured, error) {
 	}
 }
 
+// Kustomization writes dir/kustomization.yaml: the kustomize base
+// manifests with the named components of manifests/components (e.g.
+// "routing"), as a user's kustomization beside the base does, and `make
+// deploy` with MANIFEST_COMPONENTS (an overlay cannot live inside its base's
+// directory: kustomize refuses the cycle). The base installs on the oldest
+// supported minor; a control plane that serves more gets the components for
+// it. The paths are relative to dir: kustomize (v5.8) refuses an absolute
+// one ("new root cannot be absolute"). They are computed between the real
+// directories, symlinks resolved, as kustomize resolves them (a temporary
+// directory under a symlink, as macOS's, would otherwise be miscounted). It
+// returns dir.
+func Kustomization(dir, manifests string, components []string) (string, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", err
+	}
+	rel := func(path string) (string, error) {
+		target, err := filepath.EvalSymlinks(path)
+		if err != nil {
+			return "", err
+		}
+		return filepath.Rel(real, target)
+	}
+	base, err := rel(manifests)
+	if err != nil {
+		return "", err
+	}
+	k := map[string]interface{}{
+		"apiVersion": "kustomize.config.k8s.io/v1beta1",
+		"kind":       "Kustomization",
+		"resources":  []string{base},
+	}
+	var paths []string
+	for _, c := range components {
+		path := filepath.Join(manifests, "components", c)
+		if _, err := os.Stat(filepath.Join(path, "kustomization.yaml")); err != nil {
+			return "", fmt.Errorf("component %q: %w", c, err)
+		}
+		r, err := rel(path)
+		if err != nil {
+			return "", err
+		}
+		paths = append(paths, r)
+	}
+	if len(paths) > 0 {
+		k["components"] = paths
+	}
+	data, err := yaml.Marshal(k)
+	if err != nil {
+		return "", err
+	}
+	return dir, os.WriteFile(filepath.Join(dir, "kustomization.yaml"), data, 0o600)
+}
+
 // InstallManifests installs the operator CRDs from crdDir, builds the
 // kustomize directory manifests with `kubectl kustomize` and applies the
-// output server-side: what `make deploy` does, on a test cluster. It
+// output server-side: what `make deploy` does, on a test cluster. For the
+// base with components, manifests is a directory Kustomization wrote. It
 // returns the objects applied.
 func InstallManifests(ctx context.Context, k Kubectl, crdDir, manifests string) ([]*unstructured.Unstructured, error) {
 	if err := InstallOperatorCRDs(ctx, k, crdDir); err != nil {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -12,10 +14,12 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/devicefit/devicefit/internal/clustercheck"
+	"github.com/devicefit/devicefit/internal/controlplane"
 	"github.com/devicefit/devicefit/pkg/cli"
 	"github.com/devicefit/devicefit/pkg/devices"
 	"github.com/devicefit/devicefit/pkg/routing"
@@ -32,13 +36,53 @@ import (
 const routedEvery = 3
 
 // podScheduler is the schedulerName a workload pod is created with: none
-// for CPU pods (the default scheduler's) and for every routedEvery-th device
-// pod (routed), devicefit's for the others.
-func podScheduler(c class, i int) string {
-	if len(c.devices) == 0 && c.claim == nil || i%routedEvery == routedEvery-1 {
+// for CPU pods (the default scheduler's) and, when the routing policy is
+// installed (routed), for every routedEvery-th device pod; devicefit's for
+// the others. Without the policy (a control plane older than
+// MutatingAdmissionPolicy v1) a device pod must name devicefit.
+func podScheduler(c class, i int, routed bool) string {
+	switch {
+	case len(c.devices) == 0 && c.claim == nil:
+		return ""
+	case routed && i%routedEvery == routedEvery-1:
 		return ""
 	}
 	return schedulerName
+}
+
+// defaultSchedulerConfig is kube-scheduler's default profile, as
+// controlplane.StartDefaultScheduler runs it.
+const defaultSchedulerConfig = `apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection:
+  leaderElect: false
+`
+
+// startDefaultScheduler is controlplane.StartDefaultScheduler, told to
+// emulate minor when the control plane is older than bin/kube-scheduler
+// (emulate, support.Emulation): the skew policy forbids a scheduler newer
+// than the API server, and at its own minor it would list APIs the server
+// does not serve and never become ready.
+func startDefaultScheduler(binDir, dir, kubeconfig string, emulate *version.Version) (*controlplane.Scheduler, error) {
+	if emulate == nil {
+		return controlplane.StartDefaultScheduler(binDir, dir, kubeconfig)
+	}
+	data, _, err := controlplane.RenderSchedulerConfig([]byte(defaultSchedulerConfig), kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, "kube-scheduler-config.yaml")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return nil, err
+	}
+	return controlplane.StartScheduler(controlplane.SchedulerOptions{
+		Binary:     filepath.Join(binDir, "kube-scheduler"),
+		Config:     path,
+		Kubeconfig: kubeconfig,
+		Dir:        dir,
+		Name:       "kube-scheduler",
+		ExtraArgs:  []string{"--v=2", "--emulated-version=" + minorString(emulate)},
+	})
 }
 
 // installRouting creates the routing policy for the configuration's
@@ -117,8 +161,11 @@ func printSchedulers(out io.Writer, pods []v1.Pod, by map[string]string, routedN
 	fmt.Fprintln(out, "\nPlaced by (the Scheduled event's reporting controller):")
 	for _, n := range slices.Sorted(maps.Keys(counts)) {
 		c := counts[n]
-		fmt.Fprintf(out, "  %-20s %3d device pods (%d of them created without schedulerName, routed by %s), %d CPU pods\n",
-			n, c.device, c.routed, routing.Name, c.cpu)
+		routed := ""
+		if len(routedNames) > 0 {
+			routed = fmt.Sprintf(" (%d of them created without schedulerName, routed by %s)", c.routed, routing.Name)
+		}
+		fmt.Fprintf(out, "  %-20s %3d device pods%s, %d CPU pods\n", n, c.device, routed, c.cpu)
 	}
 	return problems
 }

@@ -39,6 +39,9 @@ import (
 // class selects them, and the nvidia.com/gpu class only the others, so that
 // no pod asking nvidia.com/gpu holds a shared GPU alone; claims ask the
 // shared class for 500 or 250 shares (capacity.requests).
+//
+// A control plane that does not serve one of those features (features.go;
+// 1.35 serves none of the three) gets neither its pool nor its class.
 const (
 	migTaintKey = "localup.devicefit.io/mig"
 
@@ -53,50 +56,77 @@ const (
 	draPoolSuffix = " (DRA)"
 )
 
-// draNodes are the DRA pools' nodes and their slices.
-func draNodes() (nodes []pool, slices []*resourceapi.ResourceSlice) {
-	nodes = []pool{
-		{name: draPoolH100, nodes: 2, cpu: "224", memory: "2Ti", labels: map[string]string{}},
-		{name: draPoolA100, nodes: 1, cpu: "256", memory: "2Ti", labels: map[string]string{}},
-		{name: draPoolShared, nodes: 2, cpu: "64", memory: "512Gi", labels: map[string]string{}},
+// draNodes are the DRA pools' nodes and their slices on a control plane
+// that serves s: a pool of a feature s lacks is left out, node and all.
+func draNodes(s served) (nodes []pool, slices []*resourceapi.ResourceSlice) {
+	if !s.has(featureDRA) {
+		return nil, nil
 	}
+	nodes = append(nodes, pool{name: draPoolH100, nodes: 2, cpu: "224", memory: "2Ti", labels: map[string]string{}})
 	for i := range 2 {
 		slices = append(slices, nvdra.NodeSlice(fmt.Sprintf("%s-%d", draPoolH100, i),
 			nvdra.GPUs(0, 8, "NVIDIA H100 80GB HBM3", "Hopper", "9.0.0", "81559Mi")...))
 	}
-	// Two A100 80GB, each either whole or four 1g.20gb slices.
-	slices = append(slices, nvdra.Partitionable(draPoolA100+"-0", 2, 4, "NVIDIA A100-SXM4-80GB", "1g.20gb", "80Gi", "20Gi")...)
-	for i := range 2 {
-		slices = append(slices, nvdra.NodeSlice(fmt.Sprintf("%s-%d", draPoolShared, i),
-			nvdra.SharedGPUs(0, 2, "NVIDIA L40S", "Ada Lovelace", "8.9.0", "46068Mi")...))
+	if s.has(featurePartitionable) {
+		// Two A100 80GB, each either whole or four 1g.20gb slices.
+		nodes = append(nodes, pool{name: draPoolA100, nodes: 1, cpu: "256", memory: "2Ti", labels: map[string]string{}})
+		slices = append(slices, nvdra.Partitionable(draPoolA100+"-0", 2, 4, "NVIDIA A100-SXM4-80GB", "1g.20gb", "80Gi", "20Gi")...)
+	}
+	if s.has(featureConsumable) {
+		nodes = append(nodes, pool{name: draPoolShared, nodes: 2, cpu: "64", memory: "512Gi", labels: map[string]string{}})
+		for i := range 2 {
+			slices = append(slices, nvdra.NodeSlice(fmt.Sprintf("%s-%d", draPoolShared, i),
+				nvdra.SharedGPUs(0, 2, "NVIDIA L40S", "Ada Lovelace", "8.9.0", "46068Mi")...))
+		}
 	}
 	return nodes, slices
 }
 
-func draClasses() []*resourceapi.DeviceClass {
-	return []*resourceapi.DeviceClass{
-		nvdra.Class(gpuClass, nvdra.ExclusiveGPUs, string(resourceGPU)),
-		nvdra.Class(migClass, nvdra.MIGs, ""),
-		nvdra.Class(sharedClass, nvdra.SharedGPUsOnly, ""),
+// draClasses are the DeviceClasses on a control plane that serves s. The
+// whole-GPU class serves nvidia.com/gpu only where DRA-backed extended
+// resources are served, and tells shared GPUs apart only where consumable
+// capacity is: before it, CEL knows no device.allowMultipleAllocations and
+// the API server refuses the class (and no shared GPU is published).
+func draClasses(s served) []*resourceapi.DeviceClass {
+	if !s.has(featureDRA) {
+		return nil
 	}
+	whole, extended := nvdra.WholeGPUs, ""
+	if s.has(featureConsumable) {
+		whole = nvdra.ExclusiveGPUs
+	}
+	if s.has(featureExtended) {
+		extended = string(resourceGPU)
+	}
+	classes := []*resourceapi.DeviceClass{nvdra.Class(gpuClass, whole, extended)}
+	if s.has(featurePartitionable) {
+		classes = append(classes, nvdra.Class(migClass, nvdra.MIGs, ""))
+	}
+	if s.has(featureConsumable) {
+		classes = append(classes, nvdra.Class(sharedClass, nvdra.SharedGPUsOnly, ""))
+	}
+	return classes
 }
 
-// registerDRA registers the DRA pools: nodes, their slices and the classes.
-func registerDRA(ctx context.Context, cs kubernetes.Interface) (int, error) {
-	pools, slices := draNodes()
+// registerDRA registers the DRA pools of s: nodes, their slices and the
+// classes.
+func registerDRA(ctx context.Context, cs kubernetes.Interface, s served) (int, error) {
+	pools, slices := draNodes(s)
 	n, err := registerFleet(ctx, cs, pools)
 	if err != nil {
 		return n, err
 	}
-	node, err := cs.CoreV1().Nodes().Get(ctx, draPoolA100+"-0", metav1.GetOptions{})
-	if err != nil {
-		return n, err
+	if s.has(featurePartitionable) {
+		node, err := cs.CoreV1().Nodes().Get(ctx, draPoolA100+"-0", metav1.GetOptions{})
+		if err != nil {
+			return n, err
+		}
+		node.Spec.Taints = append(node.Spec.Taints, v1.Taint{Key: migTaintKey, Value: "true", Effect: v1.TaintEffectNoSchedule})
+		if _, err := cs.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+			return n, fmt.Errorf("tainting %s: %w", node.Name, err)
+		}
 	}
-	node.Spec.Taints = append(node.Spec.Taints, v1.Taint{Key: migTaintKey, Value: "true", Effect: v1.TaintEffectNoSchedule})
-	if _, err := cs.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
-		return n, fmt.Errorf("tainting %s: %w", node.Name, err)
-	}
-	for _, c := range draClasses() {
+	for _, c := range draClasses(s) {
 		if _, err := cs.ResourceV1().DeviceClasses().Create(ctx, c, metav1.CreateOptions{}); err != nil {
 			return n, fmt.Errorf("creating DeviceClass %s: %w", c.Name, err)
 		}

@@ -7,7 +7,9 @@
 // placed it and why the others could not go anywhere, checked independently
 // (internal/clustercheck).
 //
-// Files: run.go (the run), fleet.go, dra.go, workload.go and gangs.go (the
+// Files: run.go (the run), kubeversion.go (the control plane's minor,
+// --kube-version), features.go (the device features it serves, which decide
+// the fixtures and pods), fleet.go, dra.go, workload.go and gangs.go (the
 // fixtures), coexist.go (the second scheduler and the routing policy),
 // report.go, shares.go, metrics.go, progress.go and day2.go (the report and
 // its checks), scheduler.go (the scheduler process).
@@ -47,11 +49,18 @@ type Options struct {
 	Grace time.Duration
 	// Workload: pod groups in NVLink domains instead of the device mix.
 	Workload bool
+	// KubeVersion is the control plane's Kubernetes minor, e.g. "1.35"
+	// (kubeversion.go): NewestKubeVersion's ("" too) from BinDir, an older
+	// one's from BinDir/kube-<minor>.
+	KubeVersion string
 }
 
 // Run runs the local cluster in dir and reports on it. Every process it
 // starts is appended to procs, for the caller to stop (also on error).
 func Run(ctx context.Context, o Options, dir string, procs *[]*controlplane.Process) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
 	if o.Workload {
 		return runWorkload(ctx, o, dir, procs)
 	}
@@ -77,14 +86,29 @@ func runLocal(ctx context.Context, o Options, dir string, procs *[]*controlplane
 	if err != nil {
 		return fmt.Errorf("%s --version: %w (run `make build` first)", filepath.Join(binDir, "devicefit-scheduler"), err)
 	}
+	cpBinDir, minor, err := o.controlPlaneBinDir(binDir)
+	if err != nil {
+		return err
+	}
 	fmt.Printf("devicefit local run: %s in %s\n", strings.TrimSpace(string(version)), dir)
 
 	t := time.Now()
-	cp, err := controlplane.Start(ctx, controlplane.Options{BinDir: binDir, Dir: dir, UserAgent: "devicefit-localup", Grace: o.Grace})
+	cp, err := controlplane.Start(ctx, controlplane.Options{BinDir: cpBinDir, Dir: dir, UserAgent: "devicefit-localup", Grace: o.Grace})
 	if err != nil {
 		return err
 	}
 	*procs = append(*procs, cp.Processes()...)
+	cluster, emulate, features, err := controlPlaneFeatures(cp.Client.Discovery())
+	if err != nil {
+		return err
+	}
+	if err := checkServerMinor(cluster, minor, cpBinDir); err != nil {
+		return err
+	}
+	feats, off, err := servedOf(features)
+	if err != nil {
+		return err
+	}
 	// DRA needs controllers: the resourceclaim controller turns the pods'
 	// ResourceClaimTemplates into claims and releases the claims of pods
 	// that are gone; the garbage collector deletes the scheduler's own
@@ -93,8 +117,13 @@ func runLocal(ctx context.Context, o Options, dir string, procs *[]*controlplane
 		return err
 	}
 	*procs = append(*procs, cp.ControllerManager)
-	fmt.Printf("Control plane ready in %.1fs: etcd, kube-apiserver at %s, kube-controller-manager (resourceclaim, garbage-collector)\n",
-		time.Since(t).Seconds(), cp.URL)
+	shownBinDir := o.BinDir
+	if cpBinDir != binDir {
+		shownBinDir = filepath.Join(o.BinDir, filepath.Base(cpBinDir))
+	}
+	fmt.Printf("Control plane: Kubernetes %s (%s) ready in %.1fs: etcd, kube-apiserver at %s, kube-controller-manager (resourceclaim, garbage-collector)\n",
+		cluster.GitVersion, shownBinDir, time.Since(t).Seconds(), cp.URL)
+	printFeaturesOff(os.Stdout, cluster, off)
 
 	t = time.Now()
 	sched, le, err := startScheduler(ctx, binDir, dir, config, cp)
@@ -109,7 +138,7 @@ func runLocal(ctx context.Context, o Options, dir string, procs *[]*controlplane
 	if err != nil {
 		return err
 	}
-	draNodes, err := registerDRA(ctx, cp.Client)
+	draNodes, err := registerDRA(ctx, cp.Client, feats)
 	if err != nil {
 		return err
 	}
@@ -121,9 +150,10 @@ func runLocal(ctx context.Context, o Options, dir string, procs *[]*controlplane
 		time.Since(t).Seconds(), o.Config, le.ResourceNamespace, le.ResourceName, nodes)
 
 	// The upstream scheduler beside it, and the routing policy that sends
-	// it no device pod (docs/coexistence.md).
+	// it no device pod (docs/coexistence.md) where the control plane
+	// serves one.
 	t = time.Now()
-	upstream, err := controlplane.StartDefaultScheduler(binDir, dir, cp.SchedulerKubeconfig)
+	upstream, err := startDefaultScheduler(binDir, dir, cp.SchedulerKubeconfig, emulate)
 	if err != nil {
 		return err
 	}
@@ -131,14 +161,23 @@ func runLocal(ctx context.Context, o Options, dir string, procs *[]*controlplane
 	if err := upstream.WaitReady(ctx, 90*time.Second); err != nil {
 		return controlplane.Blame(upstream.Process, err)
 	}
-	if err := installRouting(ctx, cp.Client, config); err != nil {
-		return err
+	emulating := ""
+	if emulate != nil {
+		emulating = ", --emulated-version=" + minorString(emulate)
 	}
-	fmt.Printf("kube-scheduler (upstream, default profile) ready and the routing policy %s applied in %.1fs\n",
-		routing.Name, time.Since(t).Seconds())
+	if feats.has(featureRouting) {
+		if err := installRouting(ctx, cp.Client, config); err != nil {
+			return err
+		}
+		fmt.Printf("kube-scheduler (upstream, default profile%s) ready and the routing policy %s applied in %.1fs\n",
+			emulating, routing.Name, time.Since(t).Seconds())
+	} else {
+		fmt.Printf("kube-scheduler (upstream, default profile%s) ready in %.1fs; no routing policy: every device pod names %s\n",
+			emulating, time.Since(t).Seconds(), schedulerName)
+	}
 
-	classes := workload()
-	pods := buildPods(classes, o.Seed)
+	classes := workload(feats)
+	pods := buildPods(classes, o.Seed, feats.has(featureRouting))
 	if err := submit(ctx, cp.Client, classes, pods); err != nil {
 		return err
 	}
@@ -152,9 +191,13 @@ func runLocal(ctx context.Context, o Options, dir string, procs *[]*controlplane
 			routed[p.Name] = true
 		}
 	}
-	fmt.Printf("Submitted %d pods (seed %d): %d device pods, %d of them without schedulerName (for the routing policy),\n"+
+	named := "all of them with schedulerName " + schedulerName
+	if feats.has(featureRouting) {
+		named = fmt.Sprintf("%d of them without schedulerName (for the routing policy)", len(routed))
+	}
+	fmt.Printf("Submitted %d pods (seed %d): %d device pods, %s,\n"+
 		"and %d CPU pods for the default scheduler; waiting for each to be bound or unschedulable:\n",
-		len(pods), o.Seed, len(pods)-cpuPods, len(routed), cpuPods)
+		len(pods), o.Seed, len(pods)-cpuPods, named, cpuPods)
 	settled, err := waitSettled(ctx, os.Stdout, cp.Client, len(pods), o.Timeout, sched.Process)
 	if err != nil {
 		return err
@@ -199,13 +242,7 @@ func runLocal(ctx context.Context, o Options, dir string, procs *[]*controlplane
 	if problems = append(problems, checkDRA(draNow, settled, classes)...); len(problems) > 0 {
 		return fmt.Errorf("the local run's checks failed:\n  %s", strings.Join(problems, "\n  "))
 	}
-	fmt.Println("\nChecks passed: every device pod was placed by devicefit, routed or named, and every CPU pod by the default scheduler;\n" +
-		"every bound pod is on a product its selector admits (on DRA nodes: every device its claims hold);\n" +
-		"every invalid pod is unschedulable; no node is over-committed on any resource (two schedulers bind here);\n" +
-		"no DRA device is in two claims, no shared counter is over its value\n" +
-		"and no shared GPU gives more than its shares;\n" +
-		"the scheduler's devicefit_devices count as allocated exactly the devices the bound pods hold,\n" +
-		"and its devicefit_device_shares as used exactly the shares the claims consume.")
+	fmt.Println("\n" + checksPassed(feats))
 
 	if o.Keep {
 		fmt.Printf("\nThe cluster stays up until Ctrl-C:\n  export KUBECONFIG=%s\n  %s get pods -n %s -o wide\n",
@@ -220,6 +257,42 @@ func runLocal(ctx context.Context, o Options, dir string, procs *[]*controlplane
 		}
 	}
 	return nil
+}
+
+// checksPassed is what the checks of a run on a control plane serving s
+// established: the checks are the same on every minor, but a check of
+// fixtures that were left out (shared counters, shared GPUs) proved nothing
+// and is not claimed.
+func checksPassed(s served) string {
+	placed := "every device pod was placed by devicefit, routed or named,"
+	if !s.has(featureRouting) {
+		placed = "every device pod was placed by devicefit, which each names (no routing policy here),"
+	}
+	var draChecks []string
+	if s.has(featureDRA) {
+		draChecks = append(draChecks, "no DRA device is in two claims")
+	}
+	if s.has(featurePartitionable) {
+		draChecks = append(draChecks, "no shared counter is over its value")
+	}
+	if s.has(featureConsumable) {
+		draChecks = append(draChecks, "no shared GPU gives more than its shares")
+	}
+	lines := []string{
+		"Checks passed: " + placed + " and every CPU pod by the default scheduler;",
+		"every bound pod is on a product its selector admits (on DRA nodes: every device its claims hold);",
+		"every invalid pod is unschedulable; no node is over-committed on any resource (two schedulers bind here);",
+	}
+	if len(draChecks) > 0 {
+		lines = append(lines, strings.Join(draChecks, ", ")+";")
+	}
+	metrics := "the scheduler's devicefit_devices count as allocated exactly the devices the bound pods hold"
+	if s.has(featureConsumable) {
+		lines = append(lines, metrics+",", "and its devicefit_device_shares as used exactly the shares the claims consume.")
+	} else {
+		lines = append(lines, metrics+".")
+	}
+	return strings.Join(lines, "\n")
 }
 
 // awaitMetrics scrapes the scheduler's /metrics until its device gauges

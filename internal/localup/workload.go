@@ -45,6 +45,10 @@ type class struct {
 	// of the class (dra.go); allowed then names the products of the
 	// devices the claim may get.
 	claim *claimSpec
+	// needs is the device feature the class shows (features.go): without
+	// it the class is left out of the workload, as its fixtures are left
+	// out of the fleet. "" for what every supported minor serves.
+	needs demoFeature
 }
 
 func gpus(name v1.ResourceName, n int64) v1.ResourceList {
@@ -59,9 +63,22 @@ func ann(kv ...string) map[string]string {
 	return m
 }
 
-// workload is the demo: 224 pods of every size and selector, five of which
-// the API admits but no node can take.
-func workload() []class {
+// workload is the demo on a control plane that serves s: on the binaries'
+// own minor 224 pods of every size and selector, five of which the API
+// admits but no node can take; the classes of a feature s lacks are left
+// out.
+func workload(s served) []class {
+	var out []class
+	for _, c := range allClasses() {
+		if s.has(c.needs) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// allClasses are the workload's classes, every feature served.
+func allClasses() []class {
 	anyWhole := []string{productH100, productA100x40, productL4Shared}
 	exclusive := []string{productH100, productA100x40}
 	return []class{
@@ -106,21 +123,26 @@ func workload() []class {
 		// DRA (dra.go). nvidia.com/gpu served from ResourceSlices as well as
 		// by device plugins: the same annotation selects H100s in both.
 		{name: "dra-h100-4", count: 4, devices: gpus(resourceGPU, 4),
-			annotations: ann(annProducts, "H100-80GB-HBM3"), allowed: []string{productH100}},
+			annotations: ann(annProducts, "H100-80GB-HBM3"), allowed: []string{productH100}, needs: featureExtended},
 		// Claims from templates, their own CEL narrowing the class.
 		{name: "claim-h100-2", count: 3, claim: &claimSpec{class: gpuClass, count: 2,
-			selector: `device.attributes["gpu.nvidia.com"].productName == "NVIDIA H100 80GB HBM3"`}, allowed: []string{productH100}},
+			selector: `device.attributes["gpu.nvidia.com"].productName == "NVIDIA H100 80GB HBM3"`}, allowed: []string{productH100}, needs: featureDRA},
 		// The MIG node: four 1g.20gb slices fill one A100, so the other stays
 		// whole for the whole-A100 claim, whichever comes first.
-		{name: "claim-mig-1g", count: 4, claim: &claimSpec{class: migClass, count: 1, tolerateMIG: true}, allowed: []string{productMIG1g}},
+		{name: "claim-mig-1g", count: 4, claim: &claimSpec{class: migClass, count: 1, tolerateMIG: true}, allowed: []string{productMIG1g},
+			needs: featurePartitionable},
 		{name: "claim-a100-1", count: 1, claim: &claimSpec{class: gpuClass, count: 1, tolerateMIG: true,
-			selector: `device.attributes["gpu.nvidia.com"].productName == "NVIDIA A100-SXM4-80GB"`}, allowed: []string{productA100x80}},
+			selector: `device.attributes["gpu.nvidia.com"].productName == "NVIDIA A100-SXM4-80GB"`}, allowed: []string{productA100x80},
+			needs: featurePartitionable},
 		// The shared pool (consumable capacity): halves and quarters of a
 		// GPU, 2000 shares that fill two of its four GPUs when packed, and
 		// one claim asking no capacity, which takes a shared GPU whole.
-		{name: "claim-half", count: 2, claim: &claimSpec{class: sharedClass, count: 1, shares: 500}, allowed: []string{productL40S}},
-		{name: "claim-quarter", count: 4, claim: &claimSpec{class: sharedClass, count: 1, shares: 250}, allowed: []string{productL40S}},
-		{name: "claim-shared-whole", count: 1, claim: &claimSpec{class: sharedClass, count: 1}, allowed: []string{productL40S}},
+		{name: "claim-half", count: 2, claim: &claimSpec{class: sharedClass, count: 1, shares: 500}, allowed: []string{productL40S},
+			needs: featureConsumable},
+		{name: "claim-quarter", count: 4, claim: &claimSpec{class: sharedClass, count: 1, shares: 250}, allowed: []string{productL40S},
+			needs: featureConsumable},
+		{name: "claim-shared-whole", count: 1, claim: &claimSpec{class: sharedClass, count: 1}, allowed: []string{productL40S},
+			needs: featureConsumable},
 
 		// Admitted by the API, schedulable nowhere. (A fractional or
 		// requests != limits device quantity is rejected by the apiserver
@@ -143,20 +165,21 @@ func workload() []class {
 }
 
 // buildPods turns the classes into pods, in an order shuffled by seed: the
-// same seed gives the same pods in the same order.
-func buildPods(classes []class, seed int64) []*v1.Pod {
+// same seed gives the same pods in the same order. routed: the routing
+// policy is installed, so some device pods name no scheduler (podScheduler).
+func buildPods(classes []class, seed int64, routed bool) []*v1.Pod {
 	rng := rand.New(rand.NewSource(seed))
 	var pods []*v1.Pod
 	for _, c := range classes {
 		for i := 0; i < c.count; i++ {
-			pods = append(pods, buildPod(c, i, rng))
+			pods = append(pods, buildPod(c, i, rng, routed))
 		}
 	}
 	rng.Shuffle(len(pods), func(i, j int) { pods[i], pods[j] = pods[j], pods[i] })
 	return pods
 }
 
-func buildPod(c class, i int, rng *rand.Rand) *v1.Pod {
+func buildPod(c class, i int, rng *rand.Rand, routed bool) *v1.Pod {
 	// Device pods ask for 2-3 cores and 8-11 GiB per device, small enough
 	// that a time-sliced L4 node (48 cores, 192 GiB, 16 replicas) runs out
 	// of replicas before CPU or memory; CPU pods ask for 1-8 cores.
@@ -191,7 +214,7 @@ func buildPod(c class, i int, rng *rand.Rand) *v1.Pod {
 			Annotations: annotations,
 		},
 		Spec: v1.PodSpec{
-			SchedulerName: podScheduler(c, i),
+			SchedulerName: podScheduler(c, i, routed),
 			NodeSelector:  c.nodeSelector,
 			Containers: []v1.Container{{
 				Name:      "main",

@@ -10,8 +10,15 @@ import (
 )
 
 // The hand-written expectations of the workload must refer to the fleet as it
-// is, or the run's checks would prove nothing.
+// is, or the run's checks would prove nothing: on every control plane, with
+// the classes and pools that one serves (features.go).
 func TestWorkloadFitsFleet(t *testing.T) {
+	for _, tc := range servedCases {
+		t.Run(tc.name, func(t *testing.T) { workloadFitsFleet(t, tc.served, tc.minPods) })
+	}
+}
+
+func workloadFitsFleet(t *testing.T, s served, minPods int) {
 	products := map[string]bool{}
 	offered := map[v1.ResourceName]int64{} // largest per-node offer
 	for _, p := range fleet() {
@@ -25,7 +32,7 @@ func TestWorkloadFitsFleet(t *testing.T) {
 		}
 	}
 	// The DRA pools' products are their devices' (as DeviceFit reads them).
-	_, slices := draNodes()
+	_, slices := draNodes(s)
 	for _, d := range devices.NewDRAInventory(slices).Devices {
 		products[d.Facts.Product] = true
 	}
@@ -34,7 +41,7 @@ func TestWorkloadFitsFleet(t *testing.T) {
 	}
 
 	total, names := 0, map[string]bool{}
-	for _, c := range workload() {
+	for _, c := range workload(s) {
 		total += c.count
 		if names[c.name] {
 			t.Errorf("class %q appears twice", c.name)
@@ -57,17 +64,17 @@ func TestWorkloadFitsFleet(t *testing.T) {
 			}
 		}
 	}
-	if total < 200 {
-		t.Errorf("workload has %d pods, want at least 200", total)
+	if total < minPods {
+		t.Errorf("workload has %d pods, want at least %d", total, minPods)
 	}
 }
 
 func TestBuildPodsIsDeterministic(t *testing.T) {
-	a, b := buildPods(workload(), 42), buildPods(workload(), 42)
+	a, b := buildPods(workload(allServed()), 42, true), buildPods(workload(allServed()), 42, true)
 	if !reflect.DeepEqual(a, b) {
 		t.Fatal("the same seed built different pods")
 	}
-	c := buildPods(workload(), 43)
+	c := buildPods(workload(allServed()), 43, true)
 	if reflect.DeepEqual(podNames(a), podNames(c)) {
 		t.Error("different seeds built the same submission order")
 	}
@@ -75,7 +82,7 @@ func TestBuildPodsIsDeterministic(t *testing.T) {
 
 func TestBuildPodsDeviceRequestsEqualLimits(t *testing.T) {
 	routed := 0
-	for _, p := range buildPods(workload(), 42) {
+	for _, p := range buildPods(workload(allServed()), 42, true) {
 		// CPU pods are the default scheduler's; a third of the device pods
 		// name no scheduler, for the routing policy.
 		want := schedulerName

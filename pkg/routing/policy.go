@@ -249,7 +249,8 @@ const Header = `# Routes device pods to devicefit (MutatingAdmissionPolicy, CEL 
 # device node, so it waits, visibly, instead of being double-booked.
 `
 
-// Manifest is the policy and binding as the YAML file manifests/ holds.
+// Manifest is the policy and binding as the YAML file the kustomize
+// component manifests/components/routing holds.
 func Manifest(o Options) ([]byte, error) {
 	policy, binding, err := Policy(o)
 	if err != nil {

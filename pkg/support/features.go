@@ -32,7 +32,7 @@ func (f Feature) Line(c *Cluster) string {
 }
 
 // MutatingAdmissionPolicies is the API of devicefit's routing policy
-// (manifests/routing-policy.yaml): admissionregistration.k8s.io/v1, served
+// (manifests/components/routing): admissionregistration.k8s.io/v1, served
 // by default from Kubernetes 1.36.
 var MutatingAdmissionPolicies = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingadmissionpolicies"}
 

@@ -40,6 +40,15 @@ const (
 	// The base ships the ServiceMonitor and the PrometheusRule; the chart has
 	// them behind switches, off by default (they need the operator's CRDs).
 	helmMonitoring = "serviceMonitor.enabled=true,prometheusRule.enabled=true"
+	// `helm template` asks no cluster: it knows only the API versions given
+	// here (and group/versions of its own client, no kind). The chart
+	// renders the routing policy where the cluster serves
+	// admissionregistration.k8s.io/v1 MutatingAdmissionPolicy, as bin/'s
+	// kube-apiserver (1.37, default gates) does and helm install there
+	// finds by discovery (TestHelmInstall); so the rendering is the base
+	// with components/routing, TestMain's. hack/test-chart.sh renders the
+	// other minors.
+	helmAPIVersions = "--api-versions=admissionregistration.k8s.io/v1/MutatingAdmissionPolicy"
 )
 
 // repoRoot is the repository, two levels above test/e2e.
@@ -86,11 +95,12 @@ func helmOutput(ctx context.Context, t *testing.T, args ...string) (stdout, stde
 	return out.String(), errOut.String(), nil
 }
 
-// helmTemplate renders the chart as the README installs it, plus extra
-// args, and decodes the output.
+// helmTemplate renders the chart as the README installs it on the test
+// control plane's minor (helmAPIVersions), plus extra args, and decodes the
+// output.
 func helmTemplate(t *testing.T, extra ...string) []object {
 	t.Helper()
-	args := append([]string{"template", helmRelease, chartPath, "--namespace", systemNamespace}, extra...)
+	args := append([]string{"template", helmRelease, chartPath, "--namespace", systemNamespace, helmAPIVersions}, extra...)
 	out, err := helm(testContext(t, time.Minute), t, args...)
 	if err != nil {
 		t.Fatal(err)
@@ -223,7 +233,8 @@ func decodeSchedulerConfig(t *testing.T, cm object) *schedconfig.KubeSchedulerCo
 
 // TestHelmChartMatchesManifests: `helm template` of the chart with its
 // defaults (and monitoring on, as the base has it) renders the objects of
-// `kubectl kustomize manifests`: the same kinds and names, and each object
+// `kubectl kustomize` of manifests/ with components/routing, on the test
+// control plane's minor (helmAPIVersions): the same kinds and names, and each object
 // the same but for labels and the few differences comparable names. The
 // scheduler configuration is compared decoded.
 func TestHelmChartMatchesManifests(t *testing.T) {
@@ -426,7 +437,7 @@ func TestHelmChartValues(t *testing.T) {
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			args := append([]string{"template", helmRelease, chartPath, "--namespace", systemNamespace}, tc.args...)
+			args := append([]string{"template", helmRelease, chartPath, "--namespace", systemNamespace, helmAPIVersions}, tc.args...)
 			out, err := helm(testContext(t, time.Minute), t, args...)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
@@ -542,6 +553,16 @@ func TestHelmInstall(t *testing.T) {
 	}
 	if owner := crb.Annotations["meta.helm.sh/release-name"]; owner != helmRelease {
 		t.Errorf("ClusterRoleBinding %s belongs to release %q, want %q", crb.Name, owner, helmRelease)
+	}
+	// helm install reads the capabilities from discovery, which lists
+	// admissionregistration.k8s.io/v1/MutatingAdmissionPolicy on this
+	// control plane (1.37): the release has the routing policy, and its
+	// NOTES say nothing was left out.
+	if _, err := cp.Client.AdmissionregistrationV1().MutatingAdmissionPolicies().Get(ctx, routing.Name, metav1.GetOptions{}); err != nil {
+		t.Errorf("the release's routing policy on Kubernetes 1.37: %v", err)
+	}
+	if strings.Contains(out, "not installed") || strings.Contains(out, "not enabled") {
+		t.Errorf("helm install's NOTES say something was left out on Kubernetes 1.37:\n%s", out)
 	}
 
 	cfg, err := e2eutil.RenderDeployedSchedulerConfig(ctx, cp, dir, "scheduler-config.yaml", nil)

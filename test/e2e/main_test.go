@@ -1,6 +1,7 @@
 // Package e2e runs devicefit end to end with the built binaries of bin/:
 // etcd and kube-apiserver on 127.0.0.1 (internal/controlplane), the
-// manifests/ kustomize base applied with bin/kubectl, bin/devicefit-scheduler
+// manifests/ kustomize base with components/routing (what `make deploy`
+// applies; bin/ is Kubernetes 1.37) applied with bin/kubectl, bin/devicefit-scheduler
 // running with the manifests' configuration and RBAC identity, and a real
 // Prometheus scraping it. No kubelet and no controller-manager run: nodes are
 // API objects whose status the tests write, pods are bound, never started.
@@ -11,7 +12,7 @@
 //
 //	DEVICEFIT_BIN_DIR         bin/ with etcd, kube-apiserver, kubectl, devicefit-scheduler
 //	PROMETHEUS_OPERATOR_CRDS  the operator's example/prometheus-operator-crd directory
-//	DEVICEFIT_MANIFESTS       optional: a kustomize directory to test instead of manifests/
+//	DEVICEFIT_MANIFESTS       optional: a kustomize directory to test, as it is, instead of manifests/ with components/routing
 //
 // Layout:
 //   - main_test.go         TestMain: one control plane for the package, manifests applied once
@@ -52,12 +53,13 @@ import (
 // suite is the state the whole package shares.
 type suite struct {
 	// What TestMain started, and short names for it.
-	env       e2eutil.Env
-	binDir    string
-	crdDir    string
-	manifests string // the kustomize base, manifests/ of the repository
-	dir       string // the control plane's directory: logs, kubeconfigs, certificates
-	cp        *controlplane.ControlPlane
+	env           e2eutil.Env
+	binDir        string
+	crdDir        string
+	manifests     string // the kustomize base, manifests/ of the repository
+	kustomization string // what TestMain builds and applies: the base with components/routing
+	dir           string // the control plane's directory: logs, kubeconfigs, certificates
+	cp            *controlplane.ControlPlane
 
 	// The kustomize build and its apply, done once in TestMain.
 	crdsErr   error
@@ -82,9 +84,16 @@ func TestMain(m *testing.M) {
 	s.env.Main(m, e2eutil.Options{
 		Name:   "test/e2e",
 		Target: "make test-e2e",
+		// The base installs on the oldest supported minor; bin/'s
+		// kube-apiserver serves admissionregistration.k8s.io/v1
+		// MutatingAdmissionPolicy, so the routing policy is tested too
+		// (routing_test.go), and the chart, which renders it where it is
+		// served, is compared with both (helm_test.go).
+		Components: []string{"routing"},
 		Setup: func(ctx context.Context) error {
 			e := &s.env
 			s.binDir, s.crdDir, s.manifests, s.dir, s.cp = e.BinDir, e.CRDDir, e.Manifests, e.Dir, e.CP
+			s.kustomization = e.Kustomization
 			// Failures here are reported by TestManifestsApply; the tests
 			// that need the applied manifests fail with the same error
 			// (requireManifests).

@@ -15,13 +15,14 @@ import (
 type object = *unstructured.Unstructured
 
 // setupManifests installs the operator CRDs, builds manifests/ with
-// `kubectl kustomize` and applies the output server-side, recording each
-// step's failure in s for the tests to report.
+// components/routing (s.kustomization) with `kubectl kustomize` and applies
+// the output server-side, recording each step's failure in s for the tests
+// to report.
 func setupManifests(ctx context.Context) {
 	if s.crdsErr = e2eutil.InstallOperatorCRDs(ctx, adminKubectl(), s.crdDir); s.crdsErr != nil {
 		return
 	}
-	out, _, err := kubectl(ctx, nil, "kustomize", s.manifests)
+	out, _, err := kubectl(ctx, nil, "kustomize", s.kustomization)
 	if err != nil {
 		s.renderErr = err
 		return
@@ -31,7 +32,7 @@ func setupManifests(ctx context.Context) {
 		return
 	}
 	if len(s.objects) == 0 {
-		s.renderErr = fmt.Errorf("kubectl kustomize %s: no objects", s.manifests)
+		s.renderErr = fmt.Errorf("kubectl kustomize %s: no objects", s.kustomization)
 		return
 	}
 	s.applyOut, s.applyErr = e2eutil.ApplyServerSide(ctx, adminKubectl(), s.rendered)
@@ -45,7 +46,7 @@ func renderedObjects(t *testing.T, kind string) []object {
 		t.Fatalf("installing the prometheus-operator CRDs failed: %v", s.crdsErr)
 	}
 	if s.renderErr != nil {
-		t.Fatalf("kustomize build of %s failed: %v", s.manifests, s.renderErr)
+		t.Fatalf("kustomize build of %s failed: %v", s.kustomization, s.renderErr)
 	}
 	var out []object
 	for _, o := range s.objects {
@@ -65,13 +66,13 @@ func requireManifests(t *testing.T) {
 	}
 }
 
-// TestManifestsApply: `kubectl kustomize manifests` builds, and its output
-// applies server-side on top of the real prometheus-operator CRDs, without
-// PodSecurity warnings.
+// TestManifestsApply: `kubectl kustomize` of manifests/ with
+// components/routing builds, and its output applies server-side on top of
+// the real prometheus-operator CRDs, without PodSecurity warnings.
 func TestManifestsApply(t *testing.T) {
 	renderedObjects(t, "")
 	if s.applyErr != nil {
-		t.Fatalf("applying the kustomize output of %s: %v", s.manifests, s.applyErr)
+		t.Fatalf("applying the kustomize output of %s: %v", s.kustomization, s.applyErr)
 	}
 	kinds := map[string]int{}
 	for _, o := range s.objects {

@@ -23,7 +23,7 @@ import (
 )
 
 // The MutatingAdmissionPolicy devicefit-route-device-pods
-// (manifests/routing-policy.yaml), as TestMain applied it. Pods are created
+// (manifests/components/routing), as TestMain applied it. Pods are created
 // with server-side dry run: admission runs, and the API server returns the
 // pod as it would have stored it.
 

@@ -140,3 +140,44 @@ in * is a prefix) or, when unset, the scheduler's defaults
 {{- end -}}
 {{- dict "names" (printf "[%s]" (join ", " $names)) "prefixes" (printf "[%s]" (join ", " $prefixes)) | toJson -}}
 {{- end -}}
+
+{{/*
+What the cluster serves decides two optional parts, so that one chart
+installs on every supported minor (Chart.yaml's kubeVersion). Each helper is
+"true" when its part is rendered, empty otherwise; NOTES.txt says what was
+left out and why. .Capabilities.APIVersions lists group/version/Kind from
+the API server's discovery on install and upgrade; `helm template` knows
+only --api-versions (and group/versions of helm's own client, no Kind), so
+it renders these parts only when told, e.g. --api-versions
+admissionregistration.k8s.io/v1/MutatingAdmissionPolicy.
+
+The routing policy: admissionregistration.k8s.io/v1 MutatingAdmissionPolicy
+is served by default from Kubernetes 1.36; on 1.35 the object would be
+refused and fail the whole install.
+*/}}
+{{- define "devicefit.routingPolicy" -}}
+{{- if and .Values.routingPolicy.enabled (.Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy") -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/*
+Pod groups: scheduling.k8s.io/v1beta1 PodGroup is served only from
+Kubernetes 1.37, and only when kube-apiserver enables it
+(--runtime-config=scheduling.k8s.io/v1beta1=true; beta APIs are off by
+default). Without it the gates of the flag (deployment.yaml) point the
+scheduler at PodGroups the server does not serve; and on 1.35, the minor
+the scheduler then emulates, TopologyAwareWorkloadScheduling (alpha since
+1.36) does not exist yet, so the flag is refused and the scheduler does not
+start.
+*/}}
+{{- define "devicefit.podGroups" -}}
+{{- if and .Values.podGroups.enabled (.Capabilities.APIVersions.Has "scheduling.k8s.io/v1beta1/PodGroup") -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/* The server's minor as NOTES.txt names it, e.g. v1.35 (GKE reports minor "35+"). */}}
+{{- define "devicefit.kubeMinor" -}}
+v{{ .Capabilities.KubeVersion.Major }}.{{ trimSuffix "+" .Capabilities.KubeVersion.Minor }}
+{{- end -}}

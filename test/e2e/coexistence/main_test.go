@@ -27,7 +27,10 @@ func TestMain(m *testing.M) {
 		Name:             "test/e2e/coexistence",
 		Target:           "make test-e2e",
 		InstallManifests: true,
-		Controllers:      []string{"resourceclaim-controller", "garbage-collector-controller"},
+		// The routing policy is a component: the base installs on the
+		// oldest supported minor, which does not serve it.
+		Components:  []string{"routing"},
+		Controllers: []string{"resourceclaim-controller", "garbage-collector-controller"},
 		Setup: func(ctx context.Context) error {
 			if err := registerFleet(ctx); err != nil {
 				return err
