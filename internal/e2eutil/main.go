@@ -140,7 +140,7 @@ func (e *Env) fromVariables(o Options) error {
 		return fmt.Errorf("%s is set but %s is not: run `%s`, which sets both", BinDirEnv, CRDDirEnv, o.Target)
 	}
 	if e.Manifests == "" {
-		root, err := moduleRoot()
+		root, err := ModuleRoot()
 		if err != nil {
 			return err
 		}
@@ -179,9 +179,10 @@ func (e *Env) setUp(ctx context.Context, o Options) error {
 	return nil
 }
 
-// moduleRoot is the directory of go.mod above the working directory (go
-// test runs a test binary in its package's directory).
-func moduleRoot() (string, error) {
+// ModuleRoot is the directory of go.mod above the working directory (go
+// test runs a test binary in its package's directory): the repository,
+// with manifests/ and charts/.
+func ModuleRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err

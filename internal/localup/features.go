@@ -83,14 +83,10 @@ func controlPlaneFeatures(dc discovery.DiscoveryInterface) (c *support.Cluster, 
 	if c, err = support.Discover(dc); err != nil {
 		return nil, nil, nil, err
 	}
-	if emulate, err = support.Emulation(c.Version, nil); err != nil {
+	if features, emulate, err = support.DefaultFeatures(c); err != nil {
 		return nil, nil, nil, err
 	}
-	gates, err := support.GatesAt(emulate)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return c, emulate, support.Features(c, gates), nil
+	return c, emulate, features, nil
 }
 
 // printFeaturesOff writes one line per demo feature the control plane does

@@ -152,15 +152,11 @@ func TestServedOfSupportedMinors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			emulate, err := support.Emulation(c.Version, nil)
+			features, _, err := support.DefaultFeatures(c)
 			if err != nil {
 				t.Fatal(err)
 			}
-			gates, err := support.GatesAt(emulate)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, off, err := servedOf(support.Features(c, gates))
+			got, off, err := servedOf(features)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -19,16 +19,12 @@ func ControlPlaneLines(dc discovery.DiscoveryInterface) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	emulate, err := support.Emulation(c.Version, nil)
+	features, _, err := support.DefaultFeatures(c)
 	if err != nil {
 		return []string{"Control plane: " + err.Error()}, nil
 	}
-	gates, err := support.GatesAt(emulate)
-	if err != nil {
-		return nil, err
-	}
 	lines := []string{fmt.Sprintf("Control plane: Kubernetes %s (devicefit supports %s).", c.GitVersion, support.RangeString())}
-	for _, f := range support.Features(c, gates) {
+	for _, f := range features {
 		if !f.On {
 			lines = append(lines, f.Line(c)+".")
 		}

@@ -73,6 +73,23 @@ func servesAll(c *Cluster, rs []schema.GroupVersionResource) bool {
 	return true
 }
 
+// DefaultFeatures are Features on c with the gates a devicefit-scheduler
+// started without --emulated-version or --feature-gates has there: it
+// emulates c's minor when older than its own (Emulation, returned; nil for
+// the binary's own) and keeps that minor's defaults. kubectl devicefit and
+// the local run say what the scheduler can do from this, without asking it.
+func DefaultFeatures(c *Cluster) ([]Feature, *version.Version, error) {
+	emulate, err := Emulation(c.Version, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	gates, err := GatesAt(emulate)
+	if err != nil {
+		return nil, nil, err
+	}
+	return Features(c, gates), emulate, nil
+}
+
 // GatesAt are the scheduler's default feature gates when it emulates minor
 // (nil: the binary's own): what a devicefit-scheduler started without
 // --feature-gates runs with against that server. kubectl devicefit reads

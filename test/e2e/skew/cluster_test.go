@@ -86,21 +86,3 @@ func (c *cluster) startScheduler(t *testing.T) (*e2eutil.Scheduler, time.Duratio
 	leaseHeld(t, c, cfg.Lease.ResourceNamespace, cfg.Lease.ResourceName)
 	return sched, time.Since(start)
 }
-
-// repoRoot is the directory of go.mod above the working directory.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory")
-		}
-		dir = parent
-	}
-}

@@ -38,16 +38,12 @@ func checkFeatures(t *testing.T, m minor, cluster *support.Cluster) map[string]s
 	if !ok {
 		t.Fatalf("servedByDefault has no row for Kubernetes %s: add it (and the README's support table)", m)
 	}
-	emulate, err := support.Emulation(cluster.Version, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gates, err := support.GatesAt(emulate)
+	features, _, err := support.DefaultFeatures(cluster)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]support.Feature{}
-	for _, f := range support.Features(cluster, gates) {
+	for _, f := range features {
 		for name := range want {
 			if strings.HasPrefix(f.Name, name) {
 				got[name] = f

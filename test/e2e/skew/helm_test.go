@@ -87,7 +87,7 @@ func helm(t *testing.T, args ...string) (string, error) {
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("%v: build it with `make bin/helm` (make test-e2e does)", err)
 	}
-	root, err := repoRoot()
+	root, err := e2eutil.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ func kustomizeOn(t *testing.T, m minor) {
 	if features[routing].On {
 		components = append(components, "routing")
 	}
-	root, err := repoRoot()
+	root, err := e2eutil.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
