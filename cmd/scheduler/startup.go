@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
+	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 	frameworkplugins "k8s.io/kubernetes/pkg/scheduler/framework/plugins"
 
 	"github.com/devicefit/devicefit/pkg/apis/config/validation"
@@ -50,17 +51,20 @@ func beforeScheduler(upstream func(*cobra.Command, []string) error, outOfTree []
 		}
 		logger := klog.FromContext(ctx)
 		configFile := cmd.Flag("config").Value.String()
-		if err := validation.ValidateConfigFile(configFile); err != nil {
-			return err
-		}
-		kubeconfig, err := kubeconfigPath(cmd, configFile)
+		err := validation.ValidateConfigFile(configFile)
 		if err != nil {
 			return err
 		}
-		if err := knownPlugins(configFile, outOfTree); err != nil {
-			return err
+		var cfg *schedconfig.KubeSchedulerConfiguration
+		if configFile != "" {
+			if cfg, err = options.LoadConfigFromFile(klog.Background(), configFile); err != nil {
+				return err
+			}
+			if err := knownPlugins(configFile, cfg, outOfTree); err != nil {
+				return err
+			}
 		}
-		cluster, err := discover(ctx, cmd.Flag("master").Value.String(), kubeconfig)
+		cluster, err := discover(ctx, cmd.Flag("master").Value.String(), kubeconfigPath(cmd, cfg))
 		if err != nil {
 			return err
 		}
@@ -98,15 +102,11 @@ func beforeScheduler(upstream func(*cobra.Command, []string) error, outOfTree []
 // kubeconfigPath is the kubeconfig the scheduler will use: the config file's
 // clientConnection.kubeconfig, else the deprecated --kubeconfig (upstream
 // reads that only without --config); empty means in-cluster.
-func kubeconfigPath(cmd *cobra.Command, configFile string) (string, error) {
-	if configFile == "" {
-		return cmd.Flag("kubeconfig").Value.String(), nil
+func kubeconfigPath(cmd *cobra.Command, cfg *schedconfig.KubeSchedulerConfiguration) string {
+	if cfg == nil {
+		return cmd.Flag("kubeconfig").Value.String()
 	}
-	cfg, err := options.LoadConfigFromFile(klog.Background(), configFile)
-	if err != nil {
-		return "", err
-	}
-	return cfg.ClientConnection.Kubeconfig, nil
+	return cfg.ClientConnection.Kubeconfig
 }
 
 func discover(ctx context.Context, master, kubeconfig string) (*support.Cluster, error) {
@@ -149,14 +149,7 @@ func requestedEmulation(cmd *cobra.Command) (*version.Version, error) {
 // anything. The in-tree registry is built on a copy of the feature gates:
 // it reads them, and the real gates must not be read before upstream fixes
 // them for the emulated minor.
-func knownPlugins(configFile string, outOfTree []string) error {
-	if configFile == "" {
-		return nil
-	}
-	cfg, err := options.LoadConfigFromFile(klog.Background(), configFile)
-	if err != nil {
-		return err
-	}
+func knownPlugins(configFile string, cfg *schedconfig.KubeSchedulerConfiguration, outOfTree []string) error {
 	gates := utilfeature.DefaultFeatureGate
 	utilfeature.DefaultFeatureGate = utilfeature.DefaultMutableFeatureGate.DeepCopy()
 	registry := frameworkplugins.NewInTreeRegistry()

@@ -12,7 +12,9 @@
 //     with its message where that minor does not serve the feature;
 //   - helm_test.go       the chart installed with helm against the live
 //     server (its .Capabilities), what it left out said in NOTES, the
-//     scheduler started from the release and one GPU pod bound.
+//     scheduler started from the release and one GPU pod bound;
+//   - served_test.go     the served-API check: a gate turned on by hand whose
+//     API the oldest minor does not serve is turned off, not waited for.
 //
 // The table of what each minor serves (features_test.go) is the README's
 // support table; DEVICEFIT_SKEW_REPORT names a file the measured table is
