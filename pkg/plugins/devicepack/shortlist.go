@@ -13,10 +13,10 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
-	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/helper"
 
 	"github.com/devicefit/devicefit/pkg/plugins/shared"
+	"github.com/devicefit/devicefit/pkg/plugins/upstream"
 )
 
 // The shortlist: with every node scored (percentageOfNodesToScore 100, as
@@ -46,25 +46,6 @@ import (
 // node fits (every plugin then says why on every node). Its assumptions
 // are the default arguments of NodeResourcesFit (no ignoredResources) and
 // NodeAffinity (no addedAffinity), which a plugin cannot read of another.
-
-const (
-	// fitStateKey is NodeResourcesFit's PreFilter state: the pod's request,
-	// as its Filter compares it with each node (a framework.Resource).
-	fitStateKey fwk.StateKey = "PreFilterNodeResourcesFit"
-	// featuresStateKey is NodeDeclaredFeatures' PreFilter state, written
-	// only for a pod that needs features some nodes may not declare (its
-	// PreFilter skips the others).
-	featuresStateKey fwk.StateKey = "PreFilterNodeDeclaredFeatures"
-)
-
-// podRequest is what NodeResourcesFit's PreFilter state exposes (its
-// embedded framework.Resource's getters).
-type podRequest interface {
-	GetMilliCPU() int64
-	GetMemory() int64
-	GetEphemeralStorage() int64
-	GetScalarResources() map[v1.ResourceName]int64
-}
 
 // shortlistPlugins: the Filter and Score plugins whose verdicts and scores
 // the shortlist reproduces, and the conditions it checks for each (above).
@@ -102,15 +83,10 @@ type profileNames struct {
 	score             map[string]int64
 }
 
-// profilePlugins lists the profile's plugins through the framework's
-// ListPlugins (the handle plugins receive is the framework itself); nil
-// when the handle cannot list them.
+// profilePlugins lists the profile's plugins (upstream.Plugins); nil when
+// the handle cannot list them.
 func profilePlugins(h fwk.Handle) *profileNames {
-	lister, ok := h.(interface{ ListPlugins() *schedconfig.Plugins })
-	if !ok {
-		return nil
-	}
-	list := lister.ListPlugins()
+	list := upstream.Plugins(h)
 	if list == nil {
 		return nil
 	}
@@ -208,14 +184,10 @@ func (pl *DevicePack) shortlist(ctx context.Context, cycleState fwk.CycleState, 
 	if !pl.profile.ok || pl.shortlistBroken.Load() || !pl.podShortlistable(pod) {
 		return nil
 	}
-	if _, err := cycleState.Read(featuresStateKey); err == nil {
+	if upstream.NeedsNodeFeatures(cycleState) {
 		return nil
 	}
-	d, err := cycleState.Read(fitStateKey)
-	if err != nil {
-		return nil
-	}
-	req, ok := d.(podRequest)
+	req, ok := upstream.FitRequest(cycleState)
 	if !ok || pl.affinitySelects(pod) {
 		return nil
 	}
@@ -445,7 +417,7 @@ type scalarRequest struct {
 	n    int64
 }
 
-func newFitCheck(req podRequest, dra *draFit) fitCheck {
+func newFitCheck(req upstream.PodRequest, dra *draFit) fitCheck {
 	c := fitCheck{cpu: req.GetMilliCPU(), mem: req.GetMemory(), storage: req.GetEphemeralStorage(), dra: dra}
 	for name, n := range req.GetScalarResources() {
 		if n > 0 {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/devicefit/devicefit/pkg/dra"
 	"github.com/devicefit/devicefit/pkg/plugins/shared"
+	"github.com/devicefit/devicefit/pkg/plugins/upstream"
 )
 
 // DRA-backed extended resources in the shortlist (KEP-5004). Where a node
@@ -75,7 +76,7 @@ func (f *draFit) fits(node *v1.Node) bool {
 // left from an earlier attempt (DynamicResources judges it on every node),
 // a profile or gates it does not assume, or a class whose free devices
 // are not what the allocator counts.
-func (pl *DevicePack) draShortlist(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, req podRequest) (_ *draFit, ok bool) {
+func (pl *DevicePack) draShortlist(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, req upstream.PodRequest) (_ *draFit, ok bool) {
 	scalars := req.GetScalarResources()
 	if len(scalars) == 0 || !pl.draGates.extendedResource {
 		return nil, true

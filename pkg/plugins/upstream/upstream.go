@@ -1,0 +1,69 @@
+// Package upstream is the one door through which devicefit reads what the
+// scheduler framework does not export: another plugin's PreFilter state
+// and the framework's own plugin lists. DevicePack's shortlist needs both
+// to reproduce NodeResourcesFit's and NodeDeclaredFeatures' verdicts and
+// to know which plugins a profile runs. Both are correct on v1.37.2 and
+// nothing upstream promises them across releases, so they live here and
+// only here, and upstream_test.go runs the real framework of the pinned
+// release: the day a bump renames a state key, reshapes a state or stops
+// handing plugins the framework itself, that test fails instead of the
+// shortlist quietly turning itself off (every accessor degrades to "not
+// known", which makes the shortlist stand aside).
+package upstream
+
+import (
+	v1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
+)
+
+const (
+	// fitStateKey is NodeResourcesFit's PreFilter state ("PreFilter" +
+	// its name, noderesources/fit.go): the pod's request, as its Filter
+	// compares it with each node.
+	fitStateKey fwk.StateKey = "PreFilterNodeResourcesFit"
+	// featuresStateKey is NodeDeclaredFeatures' PreFilter state, written
+	// only for a pod that needs node features some nodes may not declare
+	// (its PreFilter skips the others).
+	featuresStateKey fwk.StateKey = "PreFilterNodeDeclaredFeatures"
+)
+
+// PodRequest is what NodeResourcesFit's PreFilter state exposes: the
+// getters of the framework.Resource it embeds.
+type PodRequest interface {
+	GetMilliCPU() int64
+	GetMemory() int64
+	GetEphemeralStorage() int64
+	GetScalarResources() map[v1.ResourceName]int64
+}
+
+// FitRequest is the pod's request as NodeResourcesFit's PreFilter wrote it
+// in this cycle; false when it wrote none (not in the profile, skipped) or
+// its state no longer has that shape.
+func FitRequest(state fwk.CycleState) (PodRequest, bool) {
+	d, err := state.Read(fitStateKey)
+	if err != nil {
+		return nil, false
+	}
+	req, ok := d.(PodRequest)
+	return req, ok
+}
+
+// NeedsNodeFeatures: NodeDeclaredFeatures' PreFilter found node features
+// the pod needs in this cycle, so its Filter judges each node on them.
+func NeedsNodeFeatures(state fwk.CycleState) bool {
+	_, err := state.Read(featuresStateKey)
+	return err == nil
+}
+
+// Plugins are the profile's plugins by extension point, through the
+// framework's ListPlugins: the handle a plugin's factory receives is the
+// framework itself (frameworkruntime.NewFramework), though fwk.Handle does
+// not say so. Nil when the handle cannot list them.
+func Plugins(h fwk.Handle) *schedconfig.Plugins {
+	lister, ok := h.(interface{ ListPlugins() *schedconfig.Plugins })
+	if !ok {
+		return nil
+	}
+	return lister.ListPlugins()
+}
