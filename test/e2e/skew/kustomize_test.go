@@ -26,7 +26,6 @@ func TestKustomize(t *testing.T) {
 }
 
 func kustomizeOn(t *testing.T, m minor) {
-	ctx := e2eutil.TestContext(t, 8*time.Minute)
 	cl := startCluster(t, m, "kustomize")
 	features := checkFeatures(t, m, cl.cluster)
 	row := reportRow(m)
@@ -36,20 +35,9 @@ func kustomizeOn(t *testing.T, m minor) {
 	if features[routing].On {
 		components = append(components, "routing")
 	}
-	root, err := e2eutil.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := e2eutil.Kustomization(filepath.Join(cl.dir, "kustomize"), filepath.Join(root, "manifests"), components)
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	if _, err := e2eutil.InstallManifests(ctx, cl.kubectl(), env.crdDir, dir); err != nil {
-		row.kustomize = "failed"
-		t.Fatalf("Kubernetes %s: installing the kustomize base with components %v: %v", m, components, err)
-	}
-	row.kustomize = fmt.Sprintf("base%s, %.1fs", plusComponents(components), time.Since(start).Seconds())
+	row.kustomize = "failed"
+	took := cl.installKustomize(t, components)
+	row.kustomize = fmt.Sprintf("base%s, %.1fs", plusComponents(components), took.Seconds())
 
 	sched, ready := cl.startScheduler(t)
 	row.ready = fmt.Sprintf("%.1fs", ready.Seconds())
@@ -60,6 +48,26 @@ func kustomizeOn(t *testing.T, m minor) {
 	for _, p := range fl.pods(t) {
 		row.pods = append(row.pods, p.String())
 	}
+}
+
+// installKustomize applies the base and the named components of
+// manifests/components, as a user's kustomization beside the base and `make
+// deploy` do, and returns how long the apply took.
+func (c *cluster) installKustomize(t *testing.T, components []string) time.Duration {
+	t.Helper()
+	root, err := e2eutil.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := e2eutil.Kustomization(filepath.Join(c.dir, "kustomize"), filepath.Join(root, "manifests"), components)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := e2eutil.InstallManifests(e2eutil.TestContext(t, 2*time.Minute), c.kubectl(), env.crdDir, dir); err != nil {
+		t.Fatalf("Kubernetes %s: installing the kustomize base with components %v: %v", c.minor, components, err)
+	}
+	return time.Since(start)
 }
 
 func plusComponents(components []string) string {

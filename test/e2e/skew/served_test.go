@@ -2,7 +2,6 @@ package skew
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,17 +21,7 @@ func TestServedAPICheck(t *testing.T) {
 	m := supportedMinors()[0]
 	cl := startCluster(t, m, "served-api")
 	ctx := e2eutil.TestContext(t, 3*time.Minute)
-	root, err := e2eutil.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := e2eutil.Kustomization(filepath.Join(cl.dir, "kustomize"), filepath.Join(root, "manifests"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e2eutil.InstallManifests(ctx, cl.kubectl(), env.crdDir, dir); err != nil {
-		t.Fatal(err)
-	}
+	cl.installKustomize(t, nil)
 	cfg, err := cl.env.SchedulerConfig(ctx, "devicefit-scheduler-config.yaml", nil)
 	if err != nil {
 		t.Fatal(err)
