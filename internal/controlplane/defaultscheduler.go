@@ -17,8 +17,9 @@ leaderElection:
 // scheduler built from the module graph, with its default profile
 // (schedulerName default-scheduler), as SchedulerUser (the bootstrap RBAC
 // policy's identity for it) through kubeconfig; its configuration and log
-// go to dir. It does not wait: see WaitReady.
-func StartDefaultScheduler(binDir, dir, kubeconfig string) (*Scheduler, error) {
+// go to dir; args follow --v=2 (e.g. --emulated-version for a control plane
+// older than the binary). It does not wait: see WaitReady.
+func StartDefaultScheduler(binDir, dir, kubeconfig string, args ...string) (*Scheduler, error) {
 	data, _, err := RenderSchedulerConfig([]byte(defaultSchedulerConfig), kubeconfig)
 	if err != nil {
 		return nil, err
@@ -33,6 +34,6 @@ func StartDefaultScheduler(binDir, dir, kubeconfig string) (*Scheduler, error) {
 		Kubeconfig: kubeconfig,
 		Dir:        dir,
 		Name:       "kube-scheduler",
-		ExtraArgs:  []string{"--v=2"},
+		ExtraArgs:  append([]string{"--v=2"}, args...),
 	})
 }

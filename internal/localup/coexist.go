@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -50,14 +48,6 @@ func podScheduler(c class, i int, routed bool) string {
 	return schedulerName
 }
 
-// defaultSchedulerConfig is kube-scheduler's default profile, as
-// controlplane.StartDefaultScheduler runs it.
-const defaultSchedulerConfig = `apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-leaderElection:
-  leaderElect: false
-`
-
 // startDefaultScheduler is controlplane.StartDefaultScheduler, told to
 // emulate minor when the control plane is older than bin/kube-scheduler
 // (emulate, support.Emulation): the skew policy forbids a scheduler newer
@@ -67,22 +57,7 @@ func startDefaultScheduler(binDir, dir, kubeconfig string, emulate *version.Vers
 	if emulate == nil {
 		return controlplane.StartDefaultScheduler(binDir, dir, kubeconfig)
 	}
-	data, _, err := controlplane.RenderSchedulerConfig([]byte(defaultSchedulerConfig), kubeconfig)
-	if err != nil {
-		return nil, err
-	}
-	path := filepath.Join(dir, "kube-scheduler-config.yaml")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		return nil, err
-	}
-	return controlplane.StartScheduler(controlplane.SchedulerOptions{
-		Binary:     filepath.Join(binDir, "kube-scheduler"),
-		Config:     path,
-		Kubeconfig: kubeconfig,
-		Dir:        dir,
-		Name:       "kube-scheduler",
-		ExtraArgs:  []string{"--v=2", "--emulated-version=" + minorString(emulate)},
-	})
+	return controlplane.StartDefaultScheduler(binDir, dir, kubeconfig, "--emulated-version="+minorString(emulate))
 }
 
 // installRouting creates the routing policy for the configuration's
