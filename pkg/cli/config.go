@@ -61,6 +61,9 @@ profiles:
       enabled:
       - name: DeviceFit
       - name: DevicePack
+    postFilter:
+      enabled:
+      - name: DevicePack
 `
 
 // LoadProfile reads the profile named schedulerName from file when file is

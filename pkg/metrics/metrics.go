@@ -23,6 +23,7 @@ const (
 	LabelProduct  = "product"
 	LabelReason   = "reason"
 	LabelState    = "state"
+	LabelFailed   = "failed"
 )
 
 // ProductUnknown is the product label of devices whose node has no product
@@ -102,6 +103,22 @@ var (
 		Help:           "Number of DeviceFit rejections by reason: once per scheduling attempt for request and annotation errors, once per node for node mismatches.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{LabelReason})
+
+	// ShortlistMisses counts the cycles in which nodes DevicePack's
+	// shortlist named failed the profile's filters: every one of them (the
+	// pod is retried at once on every node) or some (the shortlist stops).
+	ShortlistMisses = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem:      Subsystem,
+		Name:           "shortlist_misses_total",
+		Help:           "Number of scheduling cycles in which nodes DevicePack's shortlist named failed the filters, by whether all or some of them failed.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{LabelFailed})
+)
+
+// Values of the failed label of devicefit_shortlist_misses_total.
+const (
+	FailedAll  = "all"
+	FailedSome = "some"
 )
 
 var registerOnce sync.Once
@@ -111,7 +128,7 @@ var registerOnce sync.Once
 // constructor does); only the first call registers.
 func Register() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(Placements, PlacedDevices, FilterRejections)
+		legacyregistry.MustRegister(Placements, PlacedDevices, FilterRejections, ShortlistMisses)
 		legacyregistry.CustomMustRegister(inventory)
 	})
 }

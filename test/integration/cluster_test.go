@@ -85,6 +85,7 @@ func TestDeviceFit(t *testing.T) {
 	t.Run("RequeueAfterDelete", func(t *testing.T) { testRequeueAfterDelete(t, api.suite(t, "requeue")) })
 	t.Run("PendingReasons", func(t *testing.T) { testPendingReasons(t, api.suite(t, "reasons")) })
 	t.Run("DRADevices", func(t *testing.T) { testDRADevices(t, api.suite(t, "dradevices")) })
+	t.Run("ShortlistMiss", func(t *testing.T) { testShortlistMiss(t, api.suite(t, "miss")) })
 }
 
 // startAPIServer starts a kube-apiserver for t (torn down, with all nodes and
@@ -118,7 +119,17 @@ func (c *cluster) startScheduler(t *testing.T, profiles ...configv1.KubeSchedule
 // defaulted) profiles, e.g. those of manifests/scheduler-config.yaml.
 func (c *cluster) startSchedulerWithProfiles(t *testing.T, profiles ...schedconfig.KubeSchedulerProfile) {
 	t.Helper()
+	c.startSchedulerWithPlugins(t, nil, profiles...)
+}
+
+// startSchedulerWithPlugins starts the scheduler with profiles that may also
+// enable the test's own plugins (extra, beside devicefit's).
+func (c *cluster) startSchedulerWithPlugins(t *testing.T, extra frameworkruntime.Registry, profiles ...schedconfig.KubeSchedulerProfile) {
+	t.Helper()
 	registry := frameworkruntime.Registry{devicefit.Name: devicefit.New, devicepack.Name: devicepack.New}
+	if err := registry.Merge(extra); err != nil {
+		t.Fatal(err)
+	}
 	testutil.InitTestSchedulerWithOptions(t, c.TestContext, 0,
 		scheduler.WithProfiles(profiles...),
 		scheduler.WithFrameworkOutOfTreeRegistry(registry),

@@ -213,6 +213,18 @@ func testDRAPackClaims(t *testing.T, c *cluster) {
 // registry its /metrics serves, by resource, product and (gauges) state.
 func metricValue(t *testing.T, name, resourceName, product, state string) float64 {
 	t.Helper()
+	labels := map[string]string{"resource": resourceName, "product": product}
+	if state != "" {
+		labels["state"] = state
+	}
+	return metricSum(t, name, labels)
+}
+
+// metricSum sums the counters or gauges of the metric family name whose
+// labels include those given, as the in-process scheduler's /metrics serves
+// them.
+func metricSum(t *testing.T, name string, labels map[string]string) float64 {
+	t.Helper()
 	families, err := legacyregistry.DefaultGatherer.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -222,13 +234,16 @@ func metricValue(t *testing.T, name, resourceName, product, state string) float6
 		if f.GetName() != name {
 			continue
 		}
+	metrics:
 		for _, m := range f.GetMetric() {
 			l := map[string]string{}
 			for _, lp := range m.GetLabel() {
 				l[lp.GetName()] = lp.GetValue()
 			}
-			if l["resource"] != resourceName || l["product"] != product || state != "" && l["state"] != state {
-				continue
+			for k, v := range labels {
+				if l[k] != v {
+					continue metrics
+				}
 			}
 			switch {
 			case m.GetCounter() != nil:

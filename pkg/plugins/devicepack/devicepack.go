@@ -37,6 +37,7 @@ var (
 	_ fwk.PreScorePlugin    = &DevicePack{}
 	_ fwk.ScorePlugin       = &DevicePack{}
 	_ fwk.ScoreExtensions   = &DevicePack{}
+	_ fwk.PostFilterPlugin  = &DevicePack{}
 	_ fwk.SignPlugin        = &DevicePack{}
 )
 
@@ -79,11 +80,13 @@ type DevicePack struct {
 
 	// The shortlist (shortlist.go): shortlistOn from the args; profile is
 	// read once; shortlistBroken stops it for good should a listed node
-	// fail the filters. The scratch slices are reused from cycle to cycle.
+	// fail the filters; retries are the pods whose shortlist missed
+	// (heal.go). The scratch slices are reused from cycle to cycle.
 	shortlistOn              bool
 	profileOnce              sync.Once
 	profile                  profileShortlist
 	shortlistBroken          atomic.Bool
+	retries                  retrySet
 	feasibleScratch          []fwk.NodeInfo
 	rawScratch               []int64
 	spreadListers            *spreadListers

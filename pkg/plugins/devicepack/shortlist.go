@@ -46,6 +46,8 @@ import (
 // node fits (every plugin then says why on every node). Its assumptions
 // are the default arguments of NodeResourcesFit (no ignoredResources) and
 // NodeAffinity (no addedAffinity), which a plugin cannot read of another.
+// A list whose nodes all fail the filters anyway heals in one more cycle
+// (heal.go).
 
 // shortlistPlugins: the Filter and Score plugins whose verdicts and scores
 // the shortlist reproduces, and the conditions it checks for each (above).
@@ -79,8 +81,8 @@ type profileShortlist struct {
 // profileNames are the plugins of the profile at the extension points the
 // shortlist reproduces, in order, with the Score plugins' weights.
 type profileNames struct {
-	preFilter, filter []string
-	score             map[string]int64
+	preFilter, filter, postFilter []string
+	score                         map[string]int64
 }
 
 // profilePlugins lists the profile's plugins (upstream.Plugins); nil when
@@ -96,6 +98,9 @@ func profilePlugins(h fwk.Handle) *profileNames {
 	}
 	for _, p := range list.Filter.Enabled {
 		n.filter = append(n.filter, p.Name)
+	}
+	for _, p := range list.PostFilter.Enabled {
+		n.postFilter = append(n.postFilter, p.Name)
 	}
 	for _, p := range list.Score.Enabled {
 		n.score[p.Name] = int64(p.Weight)
@@ -148,8 +153,30 @@ func (pl *DevicePack) readProfile() profileShortlist {
 		// Its state says whether the pod needs node features.
 		return profileShortlist{why: "NodeDeclaredFeatures' PreFilter does not run before DevicePack's"}
 	}
+	if why := postFilterOrder(names.postFilter); why != "" {
+		return profileShortlist{why: why}
+	}
 	p.draWhy = draOrder(names)
 	return p
+}
+
+// postFilterOrder says why the profile's PostFilter plugins keep a
+// shortlist miss from healing (heal.go), "" when they do not: DevicePack's
+// PostFilter must run, and before any other but DeviceFit's (which only
+// explains), or DefaultPreemption searches the listed nodes alone first.
+// multiPoint appends DevicePack after DefaultPreemption; naming it under
+// postFilter too puts it first (manifests/scheduler-config.yaml).
+func postFilterOrder(postFilter []string) string {
+	for _, n := range postFilter {
+		switch n {
+		case Name:
+			return ""
+		case "DeviceFit":
+		default:
+			return "PostFilter plugin " + n + " runs before DevicePack's, which must heal a shortlist miss first: enable DevicePack under postFilter as well as multiPoint"
+		}
+	}
+	return "DevicePack's PostFilter does not run: it heals a shortlist miss"
 }
 
 // draOrder says why the profile lets the shortlist judge no DRA-served
@@ -181,6 +208,10 @@ func (pl *DevicePack) shortlist(ctx context.Context, cycleState fwk.CycleState, 
 			logger.Info("DevicePack names no shortlist in this profile: every feasible node is filtered and scored", "reason", pl.profile.why)
 		}
 	})
+	if pl.retries.take(pod.UID) {
+		logger.V(4).Info("Retrying the pod on every node: its last shortlist missed", "pod", klog.KObj(pod))
+		return nil
+	}
 	if !pl.profile.ok || pl.shortlistBroken.Load() || !pl.podShortlistable(pod) {
 		return nil
 	}
@@ -286,26 +317,6 @@ func readShortlist(cycleState fwk.CycleState) *preScoreState {
 	}
 	return s
 }
-
-// checkShortlist runs in PreScore: every node the shortlist named passed
-// the profile's filters, or PreFilter's reproduction of them is wrong and
-// the choice may not be the one scoring every node would make. Then
-// DevicePack stops naming shortlists (the cycles run on every node) and
-// says why once. Only lists of at most alwaysFiltered nodes are checked:
-// of a longer one, a profile with percentageOfNodesToScore below 100 has
-// the framework filter only a share.
-func (pl *DevicePack) checkShortlist(ctx context.Context, pod *v1.Pod, s *preScoreState, nodes []fwk.NodeInfo) {
-	if len(nodes) >= s.listed || s.listed > alwaysFiltered || pl.shortlistBroken.Swap(true) {
-		return
-	}
-	klog.FromContext(ctx).Error(nil, "A node DevicePack's shortlist named failed the profile's filters; DevicePack names no more shortlists",
-		"pod", klog.KObj(pod), "listed", s.listed, "feasible", len(nodes))
-}
-
-// alwaysFiltered is upstream's minFeasibleNodesToFind (schedule_one.go): a
-// list of at most this many nodes is filtered whole, whatever the
-// profile's percentageOfNodesToScore.
-const alwaysFiltered = 100
 
 // podShortlistable reports whether the pod is one whose verdicts and scores
 // the shortlist reproduces (the pod's conditions above).

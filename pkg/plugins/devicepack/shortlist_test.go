@@ -6,7 +6,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/klog/v2/ktesting"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -142,6 +141,8 @@ func TestReadProfile(t *testing.T) {
 			Filter:    pluginSet("NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodeResourcesFit", "NodeDeclaredFeatures", "DynamicResources", "DeviceFit"),
 		}
 		p.Score.Enabled = []schedconfig.Plugin{{Name: "TaintToleration", Weight: 3}, {Name: "ImageLocality", Weight: 1}, {Name: Name, Weight: 10}}
+		// Named under postFilter too, DevicePack's comes first.
+		p.PostFilter = pluginSet(Name, "DefaultPreemption", "DeviceFit")
 		return p
 	}
 	tests := []struct {
@@ -178,6 +179,18 @@ func TestReadProfile(t *testing.T) {
 		{"no NodeResourcesFit PreFilter", func(p *schedconfig.Plugins) {
 			p.PreFilter = pluginSet("DeviceFit", Name)
 		}, false, 0, 0, false},
+		{"multiPoint's PostFilter order: DefaultPreemption before DevicePack", func(p *schedconfig.Plugins) {
+			p.PostFilter = pluginSet("DefaultPreemption", "DeviceFit", Name)
+		}, false, 0, 0, false},
+		{"no DevicePack PostFilter", func(p *schedconfig.Plugins) {
+			p.PostFilter = pluginSet("DefaultPreemption", "DeviceFit")
+		}, false, 0, 0, false},
+		{"DeviceFit's PostFilter first (it only explains)", func(p *schedconfig.Plugins) {
+			p.PostFilter = pluginSet("DeviceFit", Name, "DefaultPreemption")
+		}, true, 10, 1, true},
+		{"no preemption at all", func(p *schedconfig.Plugins) {
+			p.PostFilter = pluginSet(Name)
+		}, true, 10, 1, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -190,29 +203,6 @@ func TestReadProfile(t *testing.T) {
 			}
 			if !got.ok && got.why == "" {
 				t.Error("no reason given")
-			}
-		})
-	}
-}
-
-func TestCheckShortlist(t *testing.T) {
-	nodes := func(n int) []fwk.NodeInfo { return make([]fwk.NodeInfo, n) }
-	tests := []struct {
-		name             string
-		listed, feasible int
-		broken           bool
-	}{
-		{"every listed node passed", 3, 3, false},
-		{"a listed node failed a filter", 3, 2, true},
-		{"a long list the framework may sample", alwaysFiltered + 1, 10, false},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			_, ctx := ktesting.NewTestContext(t)
-			pl := &DevicePack{}
-			pl.checkShortlist(ctx, gpuPod("p", "1"), &preScoreState{listed: tc.listed}, nodes(tc.feasible))
-			if got := pl.shortlistBroken.Load(); got != tc.broken {
-				t.Errorf("shortlist broken = %v, want %v", got, tc.broken)
 			}
 		})
 	}
