@@ -45,16 +45,12 @@ func (d *NodeDevice) AboveCapacity() bool {
 }
 
 // NodeDevices is what a node object says about its device resources. It is
-// never modified once built (a changed node gets a new one), but for the
-// free counts FreeAt remembers.
+// never modified once built (a changed node gets a new one).
 type NodeDevices struct {
 	node *v1.Node
 	// Devices holds every device resource in the node's allocatable or
 	// capacity (zero counts included: a stale MIG profile is still judged).
 	Devices []NodeDevice
-	// free is what RememberFree computed for the node info state freeKey.
-	free    []int64
-	freeKey FreeKey
 	// id: see ID.
 	id uint64
 }
@@ -67,49 +63,6 @@ func (n *NodeDevices) ID() uint64 { return n.id }
 
 // lastID numbers the entries caches build (NodeDevices.ID).
 var lastID atomic.Uint64
-
-// FreeKey identifies what a node info held when free counts were computed
-// from it: its generation, its number of pods and the last of them (an
-// identity: a pointer the caller compares, e.g. the fwk.PodInfo).
-//
-// The generation alone is no change signal: in v1.37.2 the snapshot's
-// AssumePod/ForgetPod (pod-group scheduling, schedule_one_podgroup.go)
-// add or remove one pod, at the end of the node info's pod list, and
-// restore the old generation. The pod count and the last pod tell those
-// states apart: an assumed pod is appended (count + 1, itself last), a
-// forgotten one is removed from the end again, and a pod assumed for
-// another placement is another identity.
-type FreeKey struct {
-	Generation int64
-	Pods       int
-	Last       any
-}
-
-// FreeAt returns each device resource's free devices (allocatable minus
-// requested, at least 0; Devices' order) as RememberFree computed them for
-// the node info state k, and false when it did so for another state (or
-// never). A walk over every node per pod then reads the node info's
-// request map only on the nodes that changed since, which is what such a
-// walk cost. Not safe for concurrent use: call FreeAt and RememberFree from
-// one goroutine per scheduling cycle (PreFilter).
-func (n *NodeDevices) FreeAt(k FreeKey) ([]int64, bool) {
-	return n.free, n.free != nil && n.freeKey == k
-}
-
-// RememberFree computes the free counts from the node info's scalar
-// requests and remembers them for state k (FreeAt).
-func (n *NodeDevices) RememberFree(k FreeKey, requested map[v1.ResourceName]int64) []int64 {
-	free := n.free
-	if free == nil {
-		free = make([]int64, len(n.Devices))
-	}
-	for i := range n.Devices {
-		d := &n.Devices[i]
-		free[i] = max(d.Allocatable-requested[d.Resource], 0)
-	}
-	n.free, n.freeKey = free, k
-	return free
-}
 
 // Find returns the node's device resource name, or nil.
 func (n *NodeDevices) Find(name v1.ResourceName) *NodeDevice {

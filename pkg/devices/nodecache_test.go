@@ -121,48 +121,6 @@ func TestNodeCacheKindBound(t *testing.T) {
 	}
 }
 
-// TestNodeDevicesFreeAt: free counts are remembered per node info state
-// and computed again for another: another generation, or the same
-// generation with a pod assumed or another pod last (pod-group cycles).
-func TestNodeDevicesFreeAt(t *testing.T) {
-	set, err := NewResourceSet(DefaultResourcePatterns())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := NewNodeCache(set)
-	a := cacheNode("a", "NVIDIA-L4", "4", "4")
-	c.Refresh(slices.Values([]*v1.Node{a}), true, nil)
-	e := c.Lookup(a)
-	gpu := slices.IndexFunc(e.Devices, func(d NodeDevice) bool { return d.Resource == NVIDIAGPU })
-	p, q := new(int), new(int) // two pods' identities
-	k1 := FreeKey{Generation: 1, Pods: 1, Last: p}
-	if _, ok := e.FreeAt(k1); ok {
-		t.Fatal("nothing remembered yet")
-	}
-	if free := e.RememberFree(k1, map[v1.ResourceName]int64{NVIDIAGPU: 3}); free[gpu] != 1 {
-		t.Errorf("4 allocatable, 3 requested: got %v free", free[gpu])
-	}
-	if free, ok := e.FreeAt(FreeKey{Generation: 1, Pods: 1, Last: p}); !ok || free[gpu] != 1 {
-		t.Errorf("the same state again: got %v, %v", free, ok)
-	}
-	for _, k := range []FreeKey{
-		{Generation: 2, Pods: 1, Last: p}, // the cache changed the node
-		{Generation: 1, Pods: 2, Last: q}, // q assumed in the snapshot
-		{Generation: 1, Pods: 1, Last: q}, // another pod last
-	} {
-		if _, ok := e.FreeAt(k); ok {
-			t.Errorf("%+v must be computed again", k)
-		}
-	}
-	if free := e.RememberFree(FreeKey{Generation: 2}, map[v1.ResourceName]int64{NVIDIAGPU: 9}); free[gpu] != 0 {
-		t.Errorf("more requested than allocatable: got %v, want 0", free[gpu])
-	}
-}
-
-// TestNodeCacheByObject: Lookup and Refresh find entries by node object;
-// every object the cache ever saw is served exactly while it is the
-// node's current one, and no replaced or deleted object stays a key (the
-// index would otherwise serve a stale entry and keep old nodes alive).
 func TestNodeCacheByObject(t *testing.T) {
 	set, err := NewResourceSet(DefaultResourcePatterns())
 	if err != nil {

@@ -125,16 +125,12 @@ func (s *preFilterState) scan(pod *v1.Pod, nodes []fwk.NodeInfo, rules *shared.N
 	s.offers = make([]offer, len(s.demand))
 	s.found = make([]int, len(s.demand))
 	s.admitted = make([]bool, len(nodes))
-	if !s.deviceFree {
-		s.free = make([]int64, len(s.kinds))
-	}
 	var dn []draNode
 	if s.dra != nil {
 		dn = make([]draNode, len(s.demand))
 	}
 	for j, ni := range nodes {
 		e := s.entries[j]
-		s.addFree(ni, e)
 		var draNode *devices.DRANode
 		if dn != nil {
 			draNode = s.view.Node(ni.Node().Name)
@@ -180,31 +176,6 @@ func (s *preFilterState) scan(pod *v1.Pod, nodes []fwk.NodeInfo, rules *shared.N
 			s.numAdmitted++
 		}
 		s.left[why]++
-	}
-}
-
-// addFree adds the node's free devices to s.free, by kind: what DevicePack
-// counts for scarcity over the whole cluster, gathered on this walk so
-// that it need not walk again (pkg/plugins/shared). The counts are
-// remembered per node info state (NodeDevices.FreeAt: generation, pod
-// count, last pod; the generation alone misses the pods a pod-group cycle
-// assumes and forgets): reading every node's request map per pod was most
-// of this walk's cost.
-func (s *preFilterState) addFree(ni fwk.NodeInfo, e *devices.NodeDevices) {
-	if s.free == nil || e == nil || !e.HasDevices() {
-		return
-	}
-	key := shared.FreeKey(ni)
-	free, ok := e.FreeAt(key)
-	if !ok {
-		free = e.RememberFree(key, ni.GetRequested().GetScalarResources())
-	}
-	for i := range e.Devices {
-		d := &e.Devices[i]
-		if d.Allocatable <= 0 || d.Kind < 0 || d.Kind >= len(s.free) {
-			continue
-		}
-		s.free[d.Kind] += free[i]
 	}
 }
 

@@ -27,6 +27,7 @@ import (
 	"github.com/devicefit/devicefit/pkg/dra"
 	"github.com/devicefit/devicefit/pkg/metrics"
 	"github.com/devicefit/devicefit/pkg/plugins/shared"
+	"github.com/devicefit/devicefit/pkg/plugins/snapshot"
 )
 
 // Name is the plugin name in KubeSchedulerConfiguration profiles.
@@ -63,12 +64,16 @@ type DeviceFit struct {
 	mismatchRejections   [len(mismatchMetric)]k8smetrics.CounterMetric
 	deviceNodeRejections k8smetrics.CounterMetric
 	capacityRejections   k8smetrics.CounterMetric
-	// cache holds what each node's labels say about its devices, read again
-	// only when the node object changes (PreFilter refreshes it).
-	cache *devices.NodeCache
-	// scratch holds PreFilter's cache entries, reused from cycle to cycle.
+	// table is the cycle's node view DevicePack shares (pkg/plugins/snapshot);
+	// cache, its node cache, holds what each node's labels say about its
+	// devices, read again only when the node object changes (PreFilter
+	// refreshes the table). releaseTable gives the table back (Close).
+	table        *snapshot.Table
+	cache        *devices.NodeCache
+	releaseTable func()
+	// scratchMu guards the fields below, which PreFilter keeps from cycle
+	// to cycle.
 	scratchMu sync.Mutex
-	scratch   []*devices.NodeDevices
 	// lists keeps candidate lists between cycles, by pod shape (lists.go);
 	// under scratchMu.
 	lists map[string]*nameList
@@ -102,14 +107,18 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 		return nil, err
 	}
 	tracker, release := dra.TrackerFor(h)
+	key := shared.ResourcesKey(args.DeviceResources)
+	table, releaseTable := snapshot.For(h, set, key)
 	pl := &DeviceFit{
 		handle:                   h,
 		resources:                set,
-		cache:                    devices.NewNodeCache(set),
+		table:                    table,
+		cache:                    table.Cache(),
+		releaseTable:             releaseTable,
 		lists:                    map[string]*nameList{},
 		dra:                      tracker,
 		releaseDRA:               release,
-		resourcesKey:             shared.ResourcesKey(args.DeviceResources),
+		resourcesKey:             key,
 		policy:                   args.DeviceNodePolicy,
 		allowedCounts:            slices.Sorted(slices.Values(args.AllowedCounts)),
 		draExtendedResources:     enabled(features.DRAExtendedResource),
@@ -141,11 +150,14 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 	return pl, nil
 }
 
-// Close gives back the framework's DRA tracker (dra.TrackerFor); the
-// framework's Close calls it.
+// Close gives back the framework's DRA tracker (dra.TrackerFor) and node
+// table (snapshot.For); the framework's Close calls it.
 func (pl *DeviceFit) Close() error {
 	if pl.releaseDRA != nil {
 		pl.releaseDRA()
+	}
+	if pl.releaseTable != nil {
+		pl.releaseTable()
 	}
 	return nil
 }

@@ -26,7 +26,7 @@ import (
 // every PodInfo on the node, compared element by element. The node info's
 // generation is not used: the snapshot's AssumePod/ForgetPod (pod-group
 // scheduling) change the pods but restore the old generation
-// (devices.FreeKey); they do change the pod list, which the comparison
+// (snapshot.NodeState); they do change the pod list, which the comparison
 // sees (TestPreFilterAcrossPlacements).
 type podsMemo struct {
 	// entry is the cache entry's ID (NodeDevices.ID: the node object's,

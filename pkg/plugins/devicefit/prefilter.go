@@ -3,7 +3,6 @@ package devicefit
 import (
 	"context"
 	"fmt"
-	"iter"
 	"slices"
 	"strings"
 
@@ -129,12 +128,16 @@ func groupState(group fwk.PodGroupCycleState, pod *v1.Pod) *preFilterState {
 	return s
 }
 
-// refresh brings the node cache up to the cycle's nodes and returns its
-// kind table and the nodes' entries (in pl.scratch).
-func (pl *DeviceFit) refresh(nodes []fwk.NodeInfo) ([]devices.DeviceKind, []*devices.NodeDevices) {
-	kinds, entries := pl.cache.Refresh(nodeObjects(nodes), true, pl.scratch)
-	pl.scratch = entries
-	return kinds, entries
+// refresh brings the node table up to the cycle's nodes and returns its
+// cache's kind table and the nodes' entries (the table's slice), and for a
+// pod that takes devices the free devices per kind over the cluster, for
+// DevicePack (pkg/plugins/shared).
+func (pl *DeviceFit) refresh(cs fwk.CycleState, nodes []fwk.NodeInfo, s *preFilterState) {
+	c := pl.table.Refresh(cs, nodes)
+	s.kinds, s.entries = c.Kinds, c.Entries
+	if !s.deviceFree {
+		s.free = c.FreeByKind()
+	}
 }
 
 // podsMemos returns the plugin's podsMemo per position for n nodes,
@@ -165,7 +168,7 @@ func (pl *DeviceFit) computeState(ctx context.Context, cs fwk.CycleState, pod *v
 				return nil, fwk.AsStatus(err), ""
 			}
 			s.view = view
-			s.kinds, s.entries = pl.refresh(nodes)
+			pl.refresh(cs, nodes, s)
 			s.memos = pl.podsMemos(len(nodes))
 			s.scan(pod, nodes, nil)
 			return s, nil, ""
@@ -182,7 +185,7 @@ func (pl *DeviceFit) computeState(ctx context.Context, cs fwk.CycleState, pod *v
 		labels:   make([]devices.DeviceLabels, len(demand)),
 		verdicts: make([][]devices.Mismatch, len(demand)),
 	}
-	s.kinds, s.entries = pl.refresh(nodes)
+	pl.refresh(cs, nodes, s)
 	s.dra, s.view, err = pl.draServed(ctx, cs, demand)
 	if err != nil {
 		return nil, fwk.AsStatus(err), ""
@@ -220,17 +223,6 @@ func (pl *DeviceFit) computeState(ctx context.Context, cs fwk.CycleState, pod *v
 		}
 	}
 	return s, nil, ""
-}
-
-// nodeObjects iterates the node objects of the snapshot's node infos.
-func nodeObjects(nodes []fwk.NodeInfo) iter.Seq[*v1.Node] {
-	return func(yield func(*v1.Node) bool) {
-		for _, n := range nodes {
-			if !yield(n.Node()) {
-				return
-			}
-		}
-	}
 }
 
 // servedByDRA reports whether a DeviceClass maps the extended resource name

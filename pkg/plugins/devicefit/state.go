@@ -45,7 +45,7 @@ type preFilterState struct {
 	memos       []podsMemo
 	numAdmitted int
 	left        [numExclusions]int
-	// free is the free devices per kind over all nodes (addFree), for
+	// free is the free devices per kind over all nodes (the table's), for
 	// DevicePack (pkg/plugins/shared); nil for a device-free pod.
 	free []int64
 	// listed is the PreFilterResult's node names when candidates returned

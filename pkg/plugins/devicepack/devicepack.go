@@ -26,6 +26,7 @@ import (
 	"github.com/devicefit/devicefit/pkg/dra"
 	"github.com/devicefit/devicefit/pkg/metrics"
 	"github.com/devicefit/devicefit/pkg/plugins/shared"
+	"github.com/devicefit/devicefit/pkg/plugins/snapshot"
 )
 
 // Name is the plugin name in KubeSchedulerConfiguration profiles.
@@ -63,6 +64,10 @@ type DevicePack struct {
 	// releaseDRA gives it back (Close).
 	dra        *dra.Tracker
 	releaseDRA func()
+	// table is the cycle's node view DeviceFit shares (snapshot.For), which
+	// the shortlist walks; releaseTable gives it back (Close).
+	table        *snapshot.Table
+	releaseTable func()
 	// resourcesKey names the device resources (shared.ResourcesKey).
 	resourcesKey string
 
@@ -88,6 +93,7 @@ type DevicePack struct {
 	shortlistBroken          atomic.Bool
 	retries                  retrySet
 	feasibleScratch          []fwk.NodeInfo
+	rowScratch               []*snapshot.Row
 	rawScratch               []int64
 	spreadListers            *spreadListers
 	taintComparisonOperators bool
@@ -122,6 +128,8 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 		return nil, err
 	}
 	tracker, release := dra.TrackerFor(h)
+	key := shared.ResourcesKey(args.DeviceResources)
+	table, releaseTable := snapshot.For(h, set, key)
 	pl := &DevicePack{
 		handle:    h,
 		resources: set,
@@ -140,7 +148,9 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 
 		groupDomains: podDomains{withValues: true},
 
-		resourcesKey: shared.ResourcesKey(args.DeviceResources),
+		resourcesKey: key,
+		table:        table,
+		releaseTable: releaseTable,
 
 		shortlistOn:              args.Shortlist,
 		taintComparisonOperators: utilfeature.DefaultFeatureGate.Enabled(features.TaintTolerationComparisonOperators),
@@ -175,11 +185,14 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 	return pl, nil
 }
 
-// Close gives back the framework's DRA tracker (dra.TrackerFor); the
-// framework's Close calls it.
+// Close gives back the framework's DRA tracker (dra.TrackerFor) and node
+// table (snapshot.For); the framework's Close calls it.
 func (pl *DevicePack) Close() error {
 	if pl.releaseDRA != nil {
 		pl.releaseDRA()
+	}
+	if pl.releaseTable != nil {
+		pl.releaseTable()
 	}
 	return nil
 }

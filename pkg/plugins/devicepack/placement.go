@@ -11,6 +11,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/devicefit/devicefit/pkg/devices"
+	"github.com/devicefit/devicefit/pkg/plugins/snapshot"
 )
 
 var (
@@ -250,7 +251,7 @@ func (pl *DevicePack) buildDomains(key string, shapes []devices.GroupShape, node
 	if withValues {
 		pl.scratchMu.Lock()
 		defer pl.scratchMu.Unlock()
-		_, pl.allScratch = pl.cache.Refresh(nodeObjects(nodes), true, pl.allScratch)
+		_, pl.allScratch = pl.cache.Refresh(snapshot.NodeObjects(nodes), true, pl.allScratch)
 		entries = pl.allScratch
 		ds.value = make(map[string][]int64, len(nodes))
 		backing = make([]int64, len(nodes)*len(ds.resources))

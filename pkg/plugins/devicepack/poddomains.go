@@ -7,7 +7,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/devicefit/devicefit/pkg/devices"
-	"github.com/devicefit/devicefit/pkg/plugins/shared"
+	"github.com/devicefit/devicefit/pkg/plugins/snapshot"
 )
 
 // podDomains keeps a domainsState from one cycle to the next: building it
@@ -18,7 +18,7 @@ import (
 //
 // Kept: the node object at each position of the snapshot's node list (a
 // new object may have another topology label, allocatable or product: then
-// everything is built again) and its node info's state (shared.FreeKey:
+// everything is built again) and its node info's state (snapshot.NodeState:
 // generation, pod count, last pod; the generation alone misses the
 // snapshot's AssumePod). Built again as well when the topology key or the
 // shapes' resources change; other changes of the shapes are taken as they
@@ -27,7 +27,7 @@ type podDomains struct {
 	withValues bool
 	key        string
 	nodes      []*v1.Node
-	states     []devices.FreeKey
+	states     []snapshot.NodeState
 	ds         *domainsState
 }
 
@@ -43,14 +43,14 @@ func (c *podDomains) refresh(pl *DevicePack, key string, shapes []devices.GroupS
 		c.states = c.states[:0]
 		for _, ni := range nodes {
 			c.nodes = append(c.nodes, ni.Node())
-			c.states = append(c.states, shared.FreeKey(ni))
+			c.states = append(c.states, snapshot.StateOf(ni))
 		}
 		return c.ds
 	}
 	ds := c.ds
 	ds.shapes = shapes
 	for j, ni := range nodes {
-		k := shared.FreeKey(ni)
+		k := snapshot.StateOf(ni)
 		if k == c.states[j] {
 			continue
 		}

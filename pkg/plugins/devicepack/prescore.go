@@ -3,7 +3,6 @@ package devicepack
 import (
 	"context"
 	"fmt"
-	"iter"
 
 	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -11,6 +10,7 @@ import (
 	"github.com/devicefit/devicefit/pkg/devices"
 	"github.com/devicefit/devicefit/pkg/dra"
 	"github.com/devicefit/devicefit/pkg/plugins/shared"
+	"github.com/devicefit/devicefit/pkg/plugins/snapshot"
 )
 
 const preScoreStateKey fwk.StateKey = "PreScore" + Name
@@ -117,16 +117,24 @@ func (pl *DevicePack) prepare(ctx context.Context, cycleState fwk.CycleState, po
 	if err != nil {
 		return nil, fwk.AsStatus(fmt.Errorf("workload snapshot: %w", err))
 	}
-	// DeviceFit, in this cycle's PreFilter, refreshed its node cache to
+	// DeviceFit, in this cycle's PreFilter, refreshed the node table to
 	// every node and counted the free devices per kind: use both, instead
-	// of walking the cluster again (pkg/plugins/shared).
+	// of walking the cluster again (pkg/plugins/shared). Without DeviceFit
+	// (a device-free pod it skips, or not in the profile), the shortlist's
+	// own refresh of the table serves the same.
 	fromFit := shared.Read(cycleState)
 	if fromFit != nil && fromFit.Resources != pl.resourcesKey {
 		fromFit = nil
 	}
 	cache := pl.cache
-	if fromFit != nil {
+	var fromTable *snapshot.Cycle
+	switch {
+	case fromFit != nil:
 		cache = fromFit.Cache
+	default:
+		if fromTable = pl.table.Current(cycleState); fromTable != nil {
+			cache = pl.table.Cache()
+		}
 	}
 	s := &preScoreState{demand: demand, devicePod: devicePod, workload: wl, maxValue: 1, cache: cache}
 	s.milliCPU, s.memoryBytes = facts.MilliCPU, facts.MemoryBytes
@@ -138,13 +146,13 @@ func (pl *DevicePack) prepare(ctx context.Context, cycleState fwk.CycleState, po
 	// started. Refreshing all nodes first also interns every kind before
 	// the table is sized.
 	scarcity := wl != nil && pl.weights.scarcity > 0 && devicePod
-	wholeCluster := scarcity && fromFit != nil
+	wholeCluster := scarcity && (fromFit != nil || fromTable != nil)
 	var all []fwk.NodeInfo
-	if scarcity && fromFit == nil {
+	if scarcity && !wholeCluster {
 		all = pl.allNodes(len(nodes))
 		wholeCluster = all != nil
 	}
-	table, entries := pl.refresh(cache, nodes, all != nil || fromFit != nil)
+	table, entries := pl.refresh(cache, nodes, all != nil || fromFit != nil || fromTable != nil)
 	var kindMap []int
 	if view != nil {
 		table, kindMap = cycleKinds(cache, table, view)
@@ -180,7 +188,13 @@ func (pl *DevicePack) prepare(ctx context.Context, cycleState fwk.CycleState, po
 	case all != nil:
 		s.addFree(all, pl.allScratch)
 	case wholeCluster:
-		for k, n := range fromFit.Free {
+		var free []int64
+		if fromFit != nil {
+			free = fromFit.Free
+		} else {
+			free = fromTable.FreeByKind()
+		}
+		for k, n := range free {
 			if k < len(s.kinds) {
 				s.kinds[k].free += n
 			}
@@ -240,7 +254,7 @@ func (pl *DevicePack) allNodes(candidates int) []fwk.NodeInfo {
 	if err != nil || len(all) <= candidates {
 		return nil
 	}
-	_, pl.allScratch = pl.cache.Refresh(nodeObjects(all), true, pl.allScratch)
+	_, pl.allScratch = pl.cache.Refresh(snapshot.NodeObjects(all), true, pl.allScratch)
 	return all
 }
 
@@ -287,26 +301,16 @@ func (pl *DevicePack) refresh(cache *devices.NodeCache, nodes []fwk.NodeInfo, fr
 	pl.cycles++
 	if !fresh && pl.handle != nil && pl.cycles%fullRefreshEvery == 0 {
 		if all, err := pl.handle.SnapshotSharedLister().NodeInfos().List(); err == nil {
-			_, pl.allScratch = pl.cache.Refresh(nodeObjects(all), true, pl.allScratch)
+			_, pl.allScratch = pl.cache.Refresh(snapshot.NodeObjects(all), true, pl.allScratch)
 		}
 	}
-	kinds, entries := pl.cache.Refresh(nodeObjects(nodes), false, pl.scratch)
+	kinds, entries := pl.cache.Refresh(snapshot.NodeObjects(nodes), false, pl.scratch)
 	pl.scratch = entries
 	return kinds, entries
 }
 
 // fullRefreshEvery: a deleted node's entry lives at most this many cycles.
 const fullRefreshEvery = 1024
-
-func nodeObjects(nodes []fwk.NodeInfo) iter.Seq[*v1.Node] {
-	return func(yield func(*v1.Node) bool) {
-		for _, n := range nodes {
-			if !yield(n.Node()) {
-				return
-			}
-		}
-	}
-}
 
 // computeKinds computes, once per kind with free devices among the
 // candidates (a fleet has few kinds), which workload classes accept it and

@@ -9,6 +9,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/devicefit/devicefit/pkg/devices"
+	"github.com/devicefit/devicefit/pkg/plugins/snapshot"
 )
 
 // terms are Score's sums, in thousandths of a device.
@@ -54,17 +55,28 @@ func (pl *DevicePack) Score(_ context.Context, cycleState fwk.CycleState, _ *v1.
 
 func (pl *DevicePack) score(s *preScoreState, nodeInfo fwk.NodeInfo) int64 {
 	alloc, req := nodeInfo.GetAllocatable(), nodeInfo.GetRequested()
-	freeCPU := alloc.GetMilliCPU() - req.GetMilliCPU()
-	freeMem := alloc.GetMemory() - req.GetMemory()
 	e := s.cache.Lookup(nodeInfo.Node())
 	if e == nil {
 		// Not a candidate PreScore saw (the framework scores only those):
 		// read it now, at the cost of allocating.
 		e = devices.ReadNodeDevices(nodeInfo.Node(), pl.resources)
 	}
+	return pl.scoreOn(s, nodeInfo.Node().Name, e, nil, req.GetScalarResources(),
+		alloc.GetMilliCPU()-req.GetMilliCPU(), alloc.GetMemory()-req.GetMemory())
+}
 
+// scoreRow is score on a node of the cycle's table (the shortlist's walk),
+// whose row holds what score reads of the node info; its entry must be of
+// s.cache.
+func (pl *DevicePack) scoreRow(s *preScoreState, r *snapshot.Row) int64 {
+	return pl.scoreOn(s, r.Info.Node().Name, r.Devices, r.Used, nil, r.MilliCPU, r.Memory)
+}
+
+// scoreOn is score for node name with devices e, of which used (aligned
+// with e.Devices), else requested by resource, are taken, and freeCPU and
+// freeMem left.
+func (pl *DevicePack) scoreOn(s *preScoreState, name string, e *devices.NodeDevices, usedOf []int64, requested map[v1.ResourceName]int64, freeCPU, freeMem int64) int64 {
 	var t terms
-	requested := req.GetScalarResources()
 	for i := range e.Devices {
 		d := &e.Devices[i]
 		// The entry's allocatable is the node info's: both are the node
@@ -79,7 +91,12 @@ func (pl *DevicePack) score(s *preScoreState, nodeInfo fwk.NodeInfo) int64 {
 		if d.Kind >= 0 && d.Kind < len(s.kinds) {
 			k = &s.kinds[d.Kind]
 		}
-		used := requested[d.Resource]
+		var used int64
+		if usedOf != nil {
+			used = usedOf[i]
+		} else {
+			used = requested[d.Resource]
+		}
 		t.full += used * 1000 / a
 		t.fullOf++
 		take := s.demand.Count(d.Resource)
@@ -104,11 +121,11 @@ func (pl *DevicePack) score(s *preScoreState, nodeInfo fwk.NodeInfo) int64 {
 			}
 		}
 	}
-	if dn := s.dra[nodeInfo.Node().Name]; dn != nil {
+	if dn := s.dra[name]; dn != nil {
 		pl.scoreDRA(s, dn, &t)
 	}
 	if s.domains != nil {
-		t.frag -= int64(math.Round(s.domains.nodeLoss(nodeInfo.Node().Name, s.demand) * 1000))
+		t.frag -= int64(math.Round(s.domains.nodeLoss(name, s.demand) * 1000))
 	}
 	if s.coarse {
 		return pl.coarseScore(&t)

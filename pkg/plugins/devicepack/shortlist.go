@@ -15,7 +15,9 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/helper"
 
+	"github.com/devicefit/devicefit/pkg/devices"
 	"github.com/devicefit/devicefit/pkg/plugins/shared"
+	"github.com/devicefit/devicefit/pkg/plugins/snapshot"
 	"github.com/devicefit/devicefit/pkg/plugins/upstream"
 )
 
@@ -235,14 +237,16 @@ func (pl *DevicePack) shortlist(ctx context.Context, cycleState fwk.CycleState, 
 	if verdict != nil && len(verdict.Listed) == len(nodes) {
 		listed = verdict.Listed
 	}
-	fit := newFitCheck(req, draFit)
+	fit := newFitCheck(req, draFit, pl.resources)
+	rows := pl.table.Refresh(cycleState, nodes).Rows
+	feasibleRows := pl.rowScratch[:0]
 	for j, ni := range nodes {
 		if listed != nil && !listed[j] {
 			// Outside DeviceFit's candidate list: never filtered.
 			continue
 		}
 		node := ni.Node()
-		if node == nil || !fit.fits(ni) || !rules.Admit(node) || verdict != nil && !verdict.Admits(ni) {
+		if node == nil || !fit.fits(&rows[j]) || !rules.Admit(node) || verdict != nil && !verdict.Admits(ni) {
 			continue
 		}
 		if len(node.Spec.Taints) > 0 && rules.PreferAvoided(node) {
@@ -253,8 +257,9 @@ func (pl *DevicePack) shortlist(ctx context.Context, cycleState fwk.CycleState, 
 			imagesSeen = true
 		}
 		feasible = append(feasible, ni)
+		feasibleRows = append(feasibleRows, &rows[j])
 	}
-	pl.feasibleScratch = feasible[:0]
+	pl.feasibleScratch, pl.rowScratch = feasible[:0], feasibleRows[:0]
 	if len(feasible) == 0 {
 		// No node fits: every plugin says why on every node.
 		return nil
@@ -265,8 +270,15 @@ func (pl *DevicePack) shortlist(ctx context.Context, cycleState fwk.CycleState, 
 		return nil
 	}
 	raw := pl.rawScratch[:0]
-	for _, ni := range feasible {
-		raw = append(raw, pl.score(s, ni))
+	if s.cache == pl.table.Cache() {
+		// The rows' entries are of the cache the state's kinds index.
+		for _, r := range feasibleRows {
+			raw = append(raw, pl.scoreRow(s, r))
+		}
+	} else {
+		for _, ni := range feasible {
+			raw = append(raw, pl.score(s, ni))
+		}
 	}
 	pl.rawScratch = raw[:0]
 	s.lo, s.hi = raw[0], raw[0]
@@ -423,45 +435,59 @@ type fitCheck struct {
 	dra               *draFit
 }
 
+// scalarRequest is one scalar resource the pod requests; device: one of
+// the device resources the node table reads.
 type scalarRequest struct {
-	name v1.ResourceName
-	n    int64
+	name   v1.ResourceName
+	n      int64
+	device bool
 }
 
-func newFitCheck(req upstream.PodRequest, dra *draFit) fitCheck {
+func newFitCheck(req upstream.PodRequest, dra *draFit, set devices.ResourceSet) fitCheck {
 	c := fitCheck{cpu: req.GetMilliCPU(), mem: req.GetMemory(), storage: req.GetEphemeralStorage(), dra: dra}
 	for name, n := range req.GetScalarResources() {
 		if n > 0 {
-			c.scalars = append(c.scalars, scalarRequest{name, n})
+			c.scalars = append(c.scalars, scalarRequest{name, n, set.Contains(name)})
 		}
 	}
 	return c
 }
 
-func (c *fitCheck) fits(ni fwk.NodeInfo) bool {
-	alloc, used := ni.GetAllocatable(), ni.GetRequested()
-	if len(ni.GetPods())+1 > alloc.GetAllowedPodNumber() {
+// fits judges the node of row r, whose figures are the node info's
+// (snapshot.Row): a device resource's allocatable and request come from the
+// row, any other scalar from the node info.
+func (c *fitCheck) fits(r *snapshot.Row) bool {
+	if r.Pods < 1 {
 		return false
 	}
-	if c.cpu > 0 && c.cpu > alloc.GetMilliCPU()-used.GetMilliCPU() {
+	if c.cpu > 0 && c.cpu > r.MilliCPU {
 		return false
 	}
-	if c.mem > 0 && c.mem > alloc.GetMemory()-used.GetMemory() {
+	if c.mem > 0 && c.mem > r.Memory {
 		return false
 	}
-	if c.storage > 0 && c.storage > alloc.GetEphemeralStorage()-used.GetEphemeralStorage() {
+	if c.storage > 0 && c.storage > r.Storage {
 		return false
 	}
-	for _, r := range c.scalars {
-		a := alloc.GetScalarResources()[r.name]
-		if c.dra != nil && r.name == c.dra.resource && a <= 0 {
+	for _, s := range c.scalars {
+		var a, used int64
+		switch x := r.Devices.Index(s.name); {
+		case x >= 0:
+			a, used = r.Devices.Devices[x].Allocatable, r.Used[x]
+		case !s.device:
+			a = r.Info.GetAllocatable().GetScalarResources()[s.name]
+			used = r.Info.GetRequested().GetScalarResources()[s.name]
+		}
+		// A device resource the entry lacks is in neither the node's
+		// allocatable nor its capacity: a is 0, and no request fits.
+		if c.dra != nil && s.name == c.dra.resource && a <= 0 {
 			// NodeResourcesFit delegates it (shouldDelegateResourceToDRA).
-			if !c.dra.fits(ni.Node()) {
+			if !c.dra.fits(r.Info.Node()) {
 				return false
 			}
 			continue
 		}
-		if r.n > a-used.GetScalarResources()[r.name] {
+		if s.n > a-used {
 			return false
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
+
+	"github.com/devicefit/devicefit/pkg/plugins/snapshot"
 )
 
 func TestPodShortlistable(t *testing.T) {
@@ -81,10 +83,12 @@ func TestFits(t *testing.T) {
 		{"no room for another pod", request{cpu: 1}, full, false},
 		{"a zero scalar request", request{scalars: map[v1.ResourceName]int64{"example.com/foo": 0}}, cpuNodeInfo("c"), true},
 	}
+	set := newPlugin(t, defaultArgs(t)).resources
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newFitCheck(tc.req, nil)
-			if got := c.fits(tc.node); got != tc.want {
+			c := newFitCheck(tc.req, nil, set)
+			row := snapshot.NewTable(set).Refresh(nil, []fwk.NodeInfo{tc.node}).Rows[0]
+			if got := c.fits(&row); got != tc.want {
 				t.Errorf("fits = %v, want %v", got, tc.want)
 			}
 		})

@@ -87,16 +87,3 @@ func ResourcesKey(patterns []string) string {
 	slices.Sort(p)
 	return strings.Join(slices.Compact(p), ",")
 }
-
-// FreeKey is the node info's state as far as its requests go
-// (devices.FreeKey): its generation, its number of pods and the last of
-// them, which tells apart the pods the snapshot assumes and forgets
-// without moving the generation (pod-group cycles, the replay).
-func FreeKey(ni fwk.NodeInfo) devices.FreeKey {
-	pods := ni.GetPods()
-	k := devices.FreeKey{Generation: ni.GetGeneration(), Pods: len(pods)}
-	if len(pods) > 0 {
-		k.Last = pods[len(pods)-1]
-	}
-	return k
-}

@@ -1,0 +1,238 @@
+// Package snapshot is the devicefit plugins' view of a scheduling cycle's
+// nodes, owned by neither plugin: what each node object says about its
+// devices (one devices.NodeCache, whose kind table both plugins index) and,
+// per node, what is free on it. DeviceFit's PreFilter and DevicePack's
+// shortlist each walk every node of the cycle; reading a node's allocatable
+// and requested resources through its NodeInfo costs several cache misses
+// per node (the NodeInfo, its two Resource structs and their scalar maps,
+// whose keys are strings of their own), which grew faster than the fleet:
+// at 15,000 nodes DevicePack's PreFilter spent a fifth of its time in map
+// look-ups and string compares (docs/performance.md, "15,000 nodes").
+// A Table keeps those figures per node between cycles in one slice, and
+// reads a NodeInfo again only when its state moved (NodeState).
+package snapshot
+
+import (
+	"fmt"
+	"iter"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/devicefit/devicefit/pkg/devices"
+)
+
+// Row is one node of the cycle, as its NodeInfo stood when the Table last
+// read it.
+type Row struct {
+	Info fwk.NodeInfo
+	// Devices is the node object's entry in the Table's cache (nil for a
+	// node info without a node).
+	Devices *devices.NodeDevices
+	// Used[i] is the node info's request of Devices.Devices[i].Resource,
+	// Free[i] the allocatable left, never negative.
+	Used, Free []int64
+	// MilliCPU, Memory and Storage are allocatable minus requested (negative
+	// when the node is overcommitted); Pods is the room for more pods.
+	MilliCPU, Memory, Storage int64
+	Pods                      int64
+
+	key     NodeState
+	entryID uint64
+}
+
+// Table is the node view both plugins of a framework share (For).
+type Table struct {
+	cache *devices.NodeCache
+	// key is the cycle state key of the Table's Cycle.
+	key fwk.StateKey
+
+	mu      sync.Mutex
+	entries []*devices.NodeDevices
+	rows    []Row
+}
+
+// NewTable returns an empty table of the device resources in set.
+func NewTable(set devices.ResourceSet) *Table {
+	t := &Table{cache: devices.NewNodeCache(set)}
+	t.key = fwk.StateKey(fmt.Sprintf("devicefit.io/snapshot/%p", t))
+	return t
+}
+
+// Cache is the node cache the Table refreshes: its kind table is the one
+// the rows' entries index. Only the Table refreshes it; readers Lookup.
+func (t *Table) Cache() *devices.NodeCache { return t.cache }
+
+// Cycle is the Table brought up to one cycle's nodes.
+type Cycle struct {
+	// Kinds is the cache's kind table; Entries and Rows are aligned with
+	// the nodes. Both slices are the Table's and are reused by its next
+	// refresh: read them within the PreFilter that got them.
+	Kinds   []devices.DeviceKind
+	Entries []*devices.NodeDevices
+	Rows    []Row
+	nodes   *fwk.NodeInfo
+	n       int
+	// free is FreeByKind's, computed on first use.
+	free     []int64
+	freeOnce sync.Once
+}
+
+// FreeByKind returns the free devices (allocatable minus requested, per
+// node, never negative) of each kind of Kinds over all the cycle's nodes:
+// what scarcity weighs. Computed once per Cycle; read-only.
+func (c *Cycle) FreeByKind() []int64 {
+	c.freeOnce.Do(func() {
+		c.free = make([]int64, len(c.Kinds))
+		for j := range c.Rows {
+			r := &c.Rows[j]
+			if r.Devices == nil {
+				continue
+			}
+			for i := range r.Devices.Devices {
+				d := &r.Devices.Devices[i]
+				if d.Allocatable > 0 && d.Kind >= 0 && d.Kind < len(c.free) {
+					c.free[d.Kind] += r.Free[i]
+				}
+			}
+		}
+	})
+	return c.free
+}
+
+// Clone implements fwk.StateData: the marker that this cycle's refresh
+// happened; it is never modified.
+func (c *Cycle) Clone() fwk.StateData { return c }
+
+// Refresh brings the Table up to nodes and returns it. In one scheduling
+// cycle the first caller refreshes and the others (the other plugin's
+// PreFilter, same nodes) get the same Cycle from the cycle state; a
+// pod-group cycle refreshes on every call, because its placements assume
+// and forget pods between PreFilters of the same cycle state.
+func (t *Table) Refresh(cs fwk.CycleState, nodes []fwk.NodeInfo) *Cycle {
+	key := t.key
+	reuse := cs != nil && !cs.IsPodGroupSchedulingCycle()
+	if reuse && len(nodes) > 0 {
+		if d, err := cs.Read(key); err == nil {
+			if c, ok := d.(*Cycle); ok && c.n == len(nodes) && c.nodes == &nodes[0] {
+				return c
+			}
+		}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	kinds, entries := t.cache.Refresh(NodeObjects(nodes), true, t.entries)
+	t.entries = entries
+	if cap(t.rows) < len(nodes) {
+		rows := make([]Row, len(nodes))
+		copy(rows, t.rows)
+		t.rows = rows
+	}
+	t.rows = t.rows[:len(nodes)]
+	for j, ni := range nodes {
+		t.rows[j].update(ni, entries[j])
+	}
+	c := &Cycle{Kinds: kinds, Entries: entries, Rows: t.rows, n: len(nodes)}
+	if len(nodes) > 0 {
+		c.nodes = &nodes[0]
+	}
+	if reuse {
+		cs.Write(key, c)
+	}
+	return c
+}
+
+// Current returns the Cycle this cycle's Refresh wrote into the cycle
+// state, nil when there was none (or in a pod-group cycle).
+func (t *Table) Current(cs fwk.CycleState) *Cycle {
+	if cs == nil {
+		return nil
+	}
+	d, err := cs.Read(t.key)
+	if err != nil {
+		return nil
+	}
+	c, _ := d.(*Cycle)
+	return c
+}
+
+// update reads the node info again when its state or node object moved.
+// The generation alone is no change signal (NodeState): the pod count
+// and the last pod tell apart what a pod-group cycle assumes and forgets.
+func (r *Row) update(ni fwk.NodeInfo, e *devices.NodeDevices) {
+	var key NodeState
+	if ni != nil {
+		key = StateOf(ni)
+	}
+	id := entryID(e)
+	if r.Info == ni && r.key == key && r.entryID == id && id != 0 {
+		return
+	}
+	r.Info, r.key, r.entryID, r.Devices = ni, key, id, e
+	r.Used, r.Free = r.Used[:0], r.Free[:0]
+	if ni == nil || ni.Node() == nil {
+		r.MilliCPU, r.Memory, r.Storage, r.Pods = 0, 0, 0, 0
+		return
+	}
+	alloc, req := ni.GetAllocatable(), ni.GetRequested()
+	r.MilliCPU = alloc.GetMilliCPU() - req.GetMilliCPU()
+	r.Memory = alloc.GetMemory() - req.GetMemory()
+	r.Storage = alloc.GetEphemeralStorage() - req.GetEphemeralStorage()
+	r.Pods = int64(alloc.GetAllowedPodNumber()) - int64(len(ni.GetPods()))
+	if e == nil {
+		return
+	}
+	requested := req.GetScalarResources()
+	for i := range e.Devices {
+		d := &e.Devices[i]
+		u := requested[d.Resource]
+		r.Used = append(r.Used, u)
+		r.Free = append(r.Free, max(d.Allocatable-u, 0))
+	}
+}
+
+func entryID(e *devices.NodeDevices) uint64 {
+	if e == nil {
+		return 0
+	}
+	return e.ID()
+}
+
+// NodeObjects iterates the node objects of the snapshot's node infos.
+func NodeObjects(nodes []fwk.NodeInfo) iter.Seq[*v1.Node] {
+	return func(yield func(*v1.Node) bool) {
+		for _, n := range nodes {
+			if !yield(n.Node()) {
+				return
+			}
+		}
+	}
+}
+
+// NodeState identifies what a node info holds: its generation, its number
+// of pods and the last of them (an identity: a pointer the caller
+// compares, the fwk.PodInfo).
+//
+// The generation alone is no change signal: in v1.37.2 the snapshot's
+// AssumePod/ForgetPod (pod-group scheduling, schedule_one_podgroup.go; the
+// replay) add or remove one pod, at the end of the node info's pod list,
+// and restore the old generation. The pod count and the last pod tell
+// those states apart: an assumed pod is appended (count + 1, itself last),
+// a forgotten one is removed from the end again, and a pod assumed for
+// another placement is another identity.
+type NodeState struct {
+	Generation int64
+	Pods       int
+	Last       any
+}
+
+// StateOf is the node info's NodeState.
+func StateOf(ni fwk.NodeInfo) NodeState {
+	pods := ni.GetPods()
+	k := NodeState{Generation: ni.GetGeneration(), Pods: len(pods)}
+	if len(pods) > 0 {
+		k.Last = pods[len(pods)-1]
+	}
+	return k
+}
