@@ -94,6 +94,7 @@ type DevicePack struct {
 	retries                  retrySet
 	feasibleScratch          []fwk.NodeInfo
 	rowScratch               []*snapshot.Row
+	knownScratch             []*devices.NodeDevices
 	rawScratch               []int64
 	spreadListers            *spreadListers
 	taintComparisonOperators bool

@@ -84,7 +84,7 @@ func (pl *DevicePack) PreScore(ctx context.Context, cycleState fwk.CycleState, p
 		pl.checkShortlist(ctx, pod, s, nodes)
 		return nil
 	}
-	s, status := pl.prepare(ctx, cycleState, pod, nodes)
+	s, status := pl.prepare(ctx, cycleState, pod, nodes, nil)
 	if !status.IsSuccess() {
 		return status
 	}
@@ -93,8 +93,9 @@ func (pl *DevicePack) PreScore(ctx context.Context, cycleState fwk.CycleState, p
 }
 
 // prepare computes the pod's preScoreState over nodes, the nodes it will be
-// scored on; Skip when there is nothing to pack for.
-func (pl *DevicePack) prepare(ctx context.Context, cycleState fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*preScoreState, *fwk.Status) {
+// scored on; Skip when there is nothing to pack for. known, when not nil,
+// are the nodes' entries in the node table (the shortlist's walk).
+func (pl *DevicePack) prepare(ctx context.Context, cycleState fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo, known []*devices.NodeDevices) (*preScoreState, *fwk.Status) {
 	facts := shared.ReadPod(cycleState, pod, pl.resources, pl.resourcesKey)
 	demand, err := facts.Demand, facts.Err
 	if err != nil {
@@ -152,7 +153,13 @@ func (pl *DevicePack) prepare(ctx context.Context, cycleState fwk.CycleState, po
 		all = pl.allNodes(len(nodes))
 		wholeCluster = all != nil
 	}
-	table, entries := pl.refresh(cache, nodes, all != nil || fromFit != nil || fromTable != nil)
+	var table []devices.DeviceKind
+	var entries []*devices.NodeDevices
+	if known != nil && cache == pl.table.Cache() {
+		table, entries = cache.Kinds(), known
+	} else {
+		table, entries = pl.refresh(cache, nodes, all != nil || fromFit != nil || fromTable != nil)
+	}
 	var kindMap []int
 	if view != nil {
 		table, kindMap = cycleKinds(cache, table, view)

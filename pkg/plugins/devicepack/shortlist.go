@@ -238,18 +238,22 @@ func (pl *DevicePack) shortlist(ctx context.Context, cycleState fwk.CycleState, 
 		listed = verdict.Listed
 	}
 	fit := newFitCheck(req, draFit, pl.resources)
-	rows := pl.table.Refresh(cycleState, nodes).Rows
+	cycle := pl.table.Refresh(cycleState, nodes)
+	rows := cycle.Rows
 	feasibleRows := pl.rowScratch[:0]
 	for j, ni := range nodes {
 		if listed != nil && !listed[j] {
 			// Outside DeviceFit's candidate list: never filtered.
 			continue
 		}
-		node := ni.Node()
-		if node == nil || !fit.fits(&rows[j]) || !rules.Admit(node) || verdict != nil && !verdict.Admits(ni) {
+		if rows[j].Devices == nil || !fit.fits(&rows[j]) {
 			continue
 		}
-		if len(node.Spec.Taints) > 0 && rules.PreferAvoided(node) {
+		admit, avoided := cycle.Judge(&rules, j)
+		if !admit || verdict != nil && !verdict.Admits(ni) {
+			continue
+		}
+		if avoided {
 			// TaintToleration's Score would tell this node apart.
 			return nil
 		}
@@ -264,7 +268,12 @@ func (pl *DevicePack) shortlist(ctx context.Context, cycleState fwk.CycleState, 
 		// No node fits: every plugin says why on every node.
 		return nil
 	}
-	s, status := pl.prepare(ctx, cycleState, pod, feasible)
+	known := pl.knownScratch[:0]
+	for _, r := range feasibleRows {
+		known = append(known, r.Devices)
+	}
+	pl.knownScratch = known[:0]
+	s, status := pl.prepare(ctx, cycleState, pod, feasible, known)
 	if !status.IsSuccess() {
 		// Nothing to pack for: the other plugins choose.
 		return nil

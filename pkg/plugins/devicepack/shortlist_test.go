@@ -82,6 +82,7 @@ func TestFits(t *testing.T) {
 		{"ephemeral storage the node lacks", request{storage: 1}, cpuNodeInfo("c"), false},
 		{"no room for another pod", request{cpu: 1}, full, false},
 		{"a zero scalar request", request{scalars: map[v1.ResourceName]int64{"example.com/foo": 0}}, cpuNodeInfo("c"), true},
+		{"a scalar that is no device the node lacks", request{scalars: map[v1.ResourceName]int64{"example.com/foo": 1}}, cpuNodeInfo("c"), false},
 	}
 	set := newPlugin(t, defaultArgs(t)).resources
 	for _, tc := range tests {

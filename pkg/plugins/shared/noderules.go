@@ -1,6 +1,11 @@
 package shared
 
 import (
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
 	v1 "k8s.io/api/core/v1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
@@ -23,6 +28,9 @@ type NodeRules struct {
 	// as TaintToleration reads it.
 	comparisonOperators bool
 	logger              klog.Logger
+	// pod is the pod they are of, key their Key (computed on first use).
+	pod *v1.Pod
+	key string
 }
 
 // NewNodeRules returns the pod's own node rules.
@@ -32,7 +40,37 @@ func NewNodeRules(logger klog.Logger, pod *v1.Pod, comparisonOperators bool) Nod
 		tolerations:         pod.Spec.Tolerations,
 		comparisonOperators: comparisonOperators,
 		logger:              logger,
+		pod:                 pod,
 	}
+}
+
+// Key names the rules: two pods whose rules have the same key get the same
+// verdicts on every node object (the node selector, the required node
+// affinity and the tolerations, as written, and the gate). Pods of one
+// workload share it, so a verdict on an unchanged node can be remembered
+// between their cycles (snapshot.Cycle.Judge).
+func (r *NodeRules) Key() string {
+	if r.key != "" {
+		return r.key
+	}
+	var b strings.Builder
+	b.WriteString(strconv.FormatBool(r.comparisonOperators))
+	for _, k := range slices.Sorted(maps.Keys(r.pod.Spec.NodeSelector)) {
+		b.WriteString("\x00s")
+		b.WriteString(k)
+		b.WriteByte('=')
+		b.WriteString(r.pod.Spec.NodeSelector[k])
+	}
+	if a := r.pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		b.WriteString("\x00a")
+		b.WriteString(a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.String())
+	}
+	for i := range r.tolerations {
+		b.WriteString("\x00t")
+		b.WriteString(r.tolerations[i].String())
+	}
+	r.key = b.String()
+	return r.key
 }
 
 // unschedulableTaint is the taint a cordoned node implies (NodeUnschedulable).

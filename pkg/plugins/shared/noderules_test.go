@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 )
@@ -46,5 +47,35 @@ func TestNodeRules(t *testing.T) {
 				t.Errorf("PreferAvoided = %v, want %v", got, tc.avoided)
 			}
 		})
+	}
+}
+
+// TestNodeRulesKey: pods whose rules would judge some node differently
+// never share a key; pods with the same rules do.
+func TestNodeRulesKey(t *testing.T) {
+	base := func() *st.PodWrapper { return st.MakePod().Name("p") }
+	pods := map[string]*v1.Pod{
+		"none":             base().Obj(),
+		"selector":         base().NodeSelector(map[string]string{"pool": "a"}).Obj(),
+		"another selector": base().NodeSelector(map[string]string{"pool": "b"}).Obj(),
+		"affinity":         base().NodeAffinityIn("pool", []string{"a"}, st.NodeSelectorTypeMatchExpressions).Obj(),
+		"toleration":       base().Toleration("gpu").Obj(),
+	}
+	keys := map[string]string{}
+	for name, pod := range pods {
+		r := NewNodeRules(klog.Background(), pod, false)
+		k := r.Key()
+		if other, ok := keys[k]; ok {
+			t.Errorf("%s and %s share a key", name, other)
+		}
+		keys[k] = name
+		same := NewNodeRules(klog.Background(), pod.DeepCopy(), false)
+		if same.Key() != k {
+			t.Errorf("%s: a copy of the pod has another key", name)
+		}
+	}
+	r := NewNodeRules(klog.Background(), pods["none"], true)
+	if r.Key() == (&NodeRules{pod: pods["none"]}).Key() {
+		t.Error("the gate does not change the key")
 	}
 }

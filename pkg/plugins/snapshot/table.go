@@ -51,11 +51,13 @@ type Table struct {
 	mu      sync.Mutex
 	entries []*devices.NodeDevices
 	rows    []Row
+	// rules are the node rules' verdicts by rules key (rules.go).
+	rules map[string]*ruleMemo
 }
 
 // NewTable returns an empty table of the device resources in set.
 func NewTable(set devices.ResourceSet) *Table {
-	t := &Table{cache: devices.NewNodeCache(set)}
+	t := &Table{cache: devices.NewNodeCache(set), rules: map[string]*ruleMemo{}}
 	t.key = fwk.StateKey(fmt.Sprintf("devicefit.io/snapshot/%p", t))
 	return t
 }
@@ -77,6 +79,11 @@ type Cycle struct {
 	// free is FreeByKind's, computed on first use.
 	free     []int64
 	freeOnce sync.Once
+	// table is the Table the Cycle is of; lastKey and lastMemo the rule
+	// memo Judge last used (rules.go).
+	table    *Table
+	lastKey  string
+	lastMemo *ruleMemo
 }
 
 // FreeByKind returns the free devices (allocatable minus requested, per
@@ -133,7 +140,7 @@ func (t *Table) Refresh(cs fwk.CycleState, nodes []fwk.NodeInfo) *Cycle {
 	for j, ni := range nodes {
 		t.rows[j].update(ni, entries[j])
 	}
-	c := &Cycle{Kinds: kinds, Entries: entries, Rows: t.rows, n: len(nodes)}
+	c := &Cycle{Kinds: kinds, Entries: entries, Rows: t.rows, n: len(nodes), table: t}
 	if len(nodes) > 0 {
 		c.nodes = &nodes[0]
 	}
