@@ -257,7 +257,7 @@ func (pl *DevicePack) shortlist(ctx context.Context, cycleState fwk.CycleState, 
 			// TaintToleration's Score would tell this node apart.
 			return nil
 		}
-		if !imagesSeen && pl.profile.imageWeight > 0 && hasImage(ni, images) {
+		if !imagesSeen && pl.profile.imageWeight > 0 && rows[j].Images && hasImage(ni, images) {
 			imagesSeen = true
 		}
 		feasible = append(feasible, ni)

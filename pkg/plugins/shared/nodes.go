@@ -22,10 +22,13 @@ import (
 // Key is the cycle state key of Nodes.
 const Key fwk.StateKey = "devicefit.io/nodes"
 
-// Nodes is what DeviceFit's PreFilter found over all nodes.
+// Nodes is what DeviceFit's PreFilter found over all nodes. In a pod-group
+// cycle it is the first placement's (DeviceFit keeps its state across the
+// placements), which the node table, refreshed per placement, is not.
 type Nodes struct {
-	// Cache is DeviceFit's node cache, refreshed to every node this cycle;
-	// its kind table is what Free indexes.
+	// Cache is the node table's cache DeviceFit reads (pkg/plugins/snapshot),
+	// refreshed to every node this cycle; its kind table is what Free
+	// indexes.
 	Cache *devices.NodeCache
 	// Resources names the device resources Cache reads (ResourcesKey):
 	// only a plugin with the same ones may use it.

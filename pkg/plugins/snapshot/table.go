@@ -37,6 +37,9 @@ type Row struct {
 	// when the node is overcommitted); Pods is the room for more pods.
 	MilliCPU, Memory, Storage int64
 	Pods                      int64
+	// Images: the node reports images (ImageLocality may score it); they
+	// come with the node object, so they move only with Devices.
+	Images bool
 
 	key     NodeState
 	entryID uint64
@@ -179,7 +182,7 @@ func (r *Row) update(ni fwk.NodeInfo, e *devices.NodeDevices) {
 	r.Info, r.key, r.entryID, r.Devices = ni, key, id, e
 	r.Used, r.Free = r.Used[:0], r.Free[:0]
 	if ni == nil || ni.Node() == nil {
-		r.MilliCPU, r.Memory, r.Storage, r.Pods = 0, 0, 0, 0
+		r.MilliCPU, r.Memory, r.Storage, r.Pods, r.Images = 0, 0, 0, 0, false
 		return
 	}
 	alloc, req := ni.GetAllocatable(), ni.GetRequested()
@@ -187,6 +190,7 @@ func (r *Row) update(ni fwk.NodeInfo, e *devices.NodeDevices) {
 	r.Memory = alloc.GetMemory() - req.GetMemory()
 	r.Storage = alloc.GetEphemeralStorage() - req.GetEphemeralStorage()
 	r.Pods = int64(alloc.GetAllowedPodNumber()) - int64(len(ni.GetPods()))
+	r.Images = len(ni.GetImageStates()) > 0
 	if e == nil {
 		return
 	}

@@ -92,6 +92,7 @@ func main() {
 		return
 	}
 	ok := report(w, runs, *ratioOf)
+	scaling(w, runs)
 	if len(profiles) > 0 {
 		if err := printProfiles(w, profiles, runs); err != nil {
 			fmt.Fprintf(os.Stderr, "benchsummary: %v\n", err)
