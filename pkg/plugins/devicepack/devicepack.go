@@ -87,14 +87,19 @@ type DevicePack struct {
 	// read once; shortlistBroken stops it for good should a listed node
 	// fail the filters; retries are the pods whose shortlist missed
 	// (heal.go). The scratch slices are reused from cycle to cycle.
-	shortlistOn              bool
-	profileOnce              sync.Once
-	profile                  profileShortlist
-	shortlistBroken          atomic.Bool
-	retries                  retrySet
-	feasibleScratch          []fwk.NodeInfo
-	rowScratch               []*snapshot.Row
-	knownScratch             []*devices.NodeDevices
+	shortlistOn     bool
+	profileOnce     sync.Once
+	profile         profileShortlist
+	shortlistBroken atomic.Bool
+	retries         retrySet
+	feasibleScratch []fwk.NodeInfo
+	rowScratch      []*snapshot.Row
+	knownScratch    []*devices.NodeDevices
+	// shapeScores[id] is the raw score of row shape id in the cycle whose
+	// shapeStamp shapeStamps[id] holds (scoreShapes).
+	shapeScores              []int64
+	shapeStamps              []uint64
+	shapeStamp               uint64
 	rawScratch               []int64
 	spreadListers            *spreadListers
 	taintComparisonOperators bool

@@ -281,9 +281,7 @@ func (pl *DevicePack) shortlist(ctx context.Context, cycleState fwk.CycleState, 
 	raw := pl.rawScratch[:0]
 	if s.cache == pl.table.Cache() {
 		// The rows' entries are of the cache the state's kinds index.
-		for _, r := range feasibleRows {
-			raw = append(raw, pl.scoreRow(s, r))
-		}
+		raw = pl.scoreShapes(s, feasibleRows, cycle.Shapes, raw)
 	} else {
 		for _, ni := range feasible {
 			raw = append(raw, pl.score(s, ni))

@@ -40,6 +40,10 @@ type Row struct {
 	// Images: the node reports images (ImageLocality may score it); they
 	// come with the node object, so they move only with Devices.
 	Images bool
+	// Shape numbers the row's shape among the Table's (shape.go), below
+	// Cycle.Shapes; NoShape when it has none.
+	Shape int
+	epoch uint64
 
 	key     NodeState
 	entryID uint64
@@ -56,11 +60,14 @@ type Table struct {
 	rows    []Row
 	// rules are the node rules' verdicts by rules key (rules.go).
 	rules map[string]*ruleMemo
+	// shapes interns the rows' shapes, in epoch (shape.go).
+	shapes map[shapeKey]int
+	epoch  uint64
 }
 
 // NewTable returns an empty table of the device resources in set.
 func NewTable(set devices.ResourceSet) *Table {
-	t := &Table{cache: devices.NewNodeCache(set), rules: map[string]*ruleMemo{}}
+	t := &Table{cache: devices.NewNodeCache(set), rules: map[string]*ruleMemo{}, shapes: map[shapeKey]int{}}
 	t.key = fwk.StateKey(fmt.Sprintf("devicefit.io/snapshot/%p", t))
 	return t
 }
@@ -77,8 +84,10 @@ type Cycle struct {
 	Kinds   []devices.DeviceKind
 	Entries []*devices.NodeDevices
 	Rows    []Row
-	nodes   *fwk.NodeInfo
-	n       int
+	// Shapes is the number of shapes the rows' Shape ids are below.
+	Shapes int
+	nodes  *fwk.NodeInfo
+	n      int
 	// free is FreeByKind's, computed on first use.
 	free     []int64
 	freeOnce sync.Once
@@ -140,10 +149,14 @@ func (t *Table) Refresh(cs fwk.CycleState, nodes []fwk.NodeInfo) *Cycle {
 		t.rows = rows
 	}
 	t.rows = t.rows[:len(nodes)]
+	t.resetShapes()
 	for j, ni := range nodes {
-		t.rows[j].update(ni, entries[j])
+		r := &t.rows[j]
+		if r.update(ni, entries[j]) || r.epoch != t.epoch {
+			t.intern(r)
+		}
 	}
-	c := &Cycle{Kinds: kinds, Entries: entries, Rows: t.rows, n: len(nodes), table: t}
+	c := &Cycle{Kinds: kinds, Entries: entries, Rows: t.rows, Shapes: len(t.shapes), n: len(nodes), table: t}
 	if len(nodes) > 0 {
 		c.nodes = &nodes[0]
 	}
@@ -170,20 +183,20 @@ func (t *Table) Current(cs fwk.CycleState) *Cycle {
 // update reads the node info again when its state or node object moved.
 // The generation alone is no change signal (NodeState): the pod count
 // and the last pod tell apart what a pod-group cycle assumes and forgets.
-func (r *Row) update(ni fwk.NodeInfo, e *devices.NodeDevices) {
+func (r *Row) update(ni fwk.NodeInfo, e *devices.NodeDevices) (moved bool) {
 	var key NodeState
 	if ni != nil {
 		key = StateOf(ni)
 	}
 	id := entryID(e)
 	if r.Info == ni && r.key == key && r.entryID == id && id != 0 {
-		return
+		return false
 	}
 	r.Info, r.key, r.entryID, r.Devices = ni, key, id, e
 	r.Used, r.Free = r.Used[:0], r.Free[:0]
 	if ni == nil || ni.Node() == nil {
 		r.MilliCPU, r.Memory, r.Storage, r.Pods, r.Images = 0, 0, 0, 0, false
-		return
+		return true
 	}
 	alloc, req := ni.GetAllocatable(), ni.GetRequested()
 	r.MilliCPU = alloc.GetMilliCPU() - req.GetMilliCPU()
@@ -192,7 +205,7 @@ func (r *Row) update(ni fwk.NodeInfo, e *devices.NodeDevices) {
 	r.Pods = int64(alloc.GetAllowedPodNumber()) - int64(len(ni.GetPods()))
 	r.Images = len(ni.GetImageStates()) > 0
 	if e == nil {
-		return
+		return true
 	}
 	requested := req.GetScalarResources()
 	for i := range e.Devices {
@@ -201,6 +214,7 @@ func (r *Row) update(ni fwk.NodeInfo, e *devices.NodeDevices) {
 		r.Used = append(r.Used, u)
 		r.Free = append(r.Free, max(d.Allocatable-u, 0))
 	}
+	return true
 }
 
 func entryID(e *devices.NodeDevices) uint64 {
