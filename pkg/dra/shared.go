@@ -2,9 +2,10 @@ package dra
 
 import (
 	"reflect"
-	"sync"
 
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/devicefit/devicefit/internal/refcount"
 )
 
 // trackers holds the Tracker each scheduling framework's devicefit plugins
@@ -12,15 +13,7 @@ import (
 // View per cycle (ForCycle), built by whichever of them asks first; with a
 // tracker each, the held state and inventory of the one that did not build
 // it fell behind, and both kept a copy of the inventory and its verdicts.
-var trackers = struct {
-	sync.Mutex
-	m map[fwk.Handle]*sharedTracker
-}{m: map[fwk.Handle]*sharedTracker{}}
-
-type sharedTracker struct {
-	t    *Tracker
-	refs int
-}
+var trackers refcount.Map[fwk.Handle, *Tracker]
 
 // TrackerFor returns the Tracker of h's framework, and the function that
 // gives it back, once, when the plugin closes (the framework's Close calls
@@ -30,22 +23,5 @@ func TrackerFor(h fwk.Handle) (*Tracker, func()) {
 	if h == nil || !reflect.TypeOf(h).Comparable() {
 		return NewTracker(), func() {}
 	}
-	trackers.Lock()
-	defer trackers.Unlock()
-	s := trackers.m[h]
-	if s == nil {
-		s = &sharedTracker{t: NewTracker()}
-		trackers.m[h] = s
-	}
-	s.refs++
-	var once sync.Once
-	return s.t, func() {
-		once.Do(func() {
-			trackers.Lock()
-			defer trackers.Unlock()
-			if s.refs--; s.refs == 0 && trackers.m[h] == s {
-				delete(trackers.m, h)
-			}
-		})
-	}
+	return trackers.Get(h, NewTracker)
 }

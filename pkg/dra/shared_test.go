@@ -42,7 +42,7 @@ func TestTrackerFor(t *testing.T) {
 			}
 		})
 	}
-	if n := len(trackers.m); n != 0 {
+	if n := trackers.Len(); n != 0 {
 		t.Errorf("%d trackers left after every plugin closed", n)
 	}
 }
@@ -66,7 +66,7 @@ func TestTrackerForRelease(t *testing.T) {
 		t.Error("kept after every plugin closed")
 	}
 	r4()
-	if n := len(trackers.m); n != 0 {
+	if n := trackers.Len(); n != 0 {
 		t.Errorf("%d trackers left after every plugin closed", n)
 	}
 }
