@@ -32,7 +32,7 @@ import (
 func (pl *DeviceFit) PreFilter(ctx context.Context, cycleState fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	group := podGroupCycle(cycleState)
 	if s := groupState(group, pod); s != nil && s.kindsValid() {
-		pl.writeState(cycleState, s)
+		pl.writeState(cycleState, s, nil)
 		// All nodes: the list was exact for the placement it was made in,
 		// not for the others (their nodes now hold the group's other pods);
 		// Filter judges the placement's nodes.
@@ -49,7 +49,6 @@ func (pl *DeviceFit) PreFilter(ctx context.Context, cycleState fwk.CycleState, p
 	if !status.IsSuccess() {
 		return nil, status
 	}
-	pl.writeState(cycleState, s)
 	// No list in a pod-group cycle: upstream runs no per-pod PostFilter
 	// there, so the nodes a list left out would read only "didn't satisfy
 	// plugin(s) [DeviceFit]" in the pending pod's message; Filter, run on
@@ -58,11 +57,13 @@ func (pl *DeviceFit) PreFilter(ctx context.Context, cycleState fwk.CycleState, p
 	if group == nil {
 		res = pl.candidates(klog.FromContext(ctx), s, pod, nodes)
 	}
+	var listed []bool
 	if res != nil {
 		// The nodes outside the list are never filtered: DevicePack's
 		// shortlist skips them on the same walk (aligned with nodes).
-		shared.ReadVerdict(cycleState).Listed = s.admitted
+		listed = s.admitted
 	}
+	pl.writeState(cycleState, s, listed)
 	// Filter must not use the entries: the next cycle reuses the slice.
 	s.entries, s.admitted, s.view, s.picks, s.memos = nil, nil, nil, nil, nil
 	if group != nil && len(s.demand) > 0 && s.dra == nil {
@@ -72,13 +73,14 @@ func (pl *DeviceFit) PreFilter(ctx context.Context, cycleState fwk.CycleState, p
 }
 
 // writeState writes the pod's state, and what DevicePack reads of it, into
-// the cycle state.
-func (pl *DeviceFit) writeState(cycleState fwk.CycleState, s *preFilterState) {
+// the cycle state, once; listed is the candidate list's verdicts, aligned
+// with the cycle's nodes (nil: no list).
+func (pl *DeviceFit) writeState(cycleState fwk.CycleState, s *preFilterState, listed []bool) {
 	cycleState.Write(preFilterStateKey, s)
 	cycleState.Write(shared.VerdictKey, &shared.Verdict{Admits: func(ni fwk.NodeInfo) bool {
 		r, _ := s.reject(pl, ni)
 		return r == rejectNone
-	}, DRAView: s.dra != nil})
+	}, Listed: listed, DRAView: s.dra != nil})
 	if s.free != nil {
 		cycleState.Write(shared.Key, &shared.Nodes{Cache: pl.cache, Resources: pl.resourcesKey, Free: s.free})
 	}
