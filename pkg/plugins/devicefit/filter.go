@@ -97,10 +97,15 @@ const (
 // it, DevicePack reads it (admits) to know which nodes its shortlist may
 // name.
 func (s *preFilterState) reject(pl *DeviceFit, nodeInfo fwk.NodeInfo) (rejection, devices.Mismatch) {
-	node := nodeInfo.Node()
 	// The cache holds the node as PreFilter saw it; a node object it has not
 	// seen (a Filter call outside the cycle's PreFilter) is read directly.
-	cached := s.cache.Lookup(node)
+	return s.rejectCached(pl, nodeInfo, s.cache.Lookup(nodeInfo.Node()))
+}
+
+// rejectCached is reject with the node's cache entry, nil when the cache
+// has none.
+func (s *preFilterState) rejectCached(pl *DeviceFit, nodeInfo fwk.NodeInfo, cached *devices.NodeDevices) (rejection, devices.Mismatch) {
+	node := nodeInfo.Node()
 	if s.deviceFree {
 		if cached != nil && cached.HasDevices() || cached == nil && pl.hasDevices(nodeInfo) || s.draDeviceNodes.Has(node.Name) {
 			return rejectDeviceNode, devices.Match

@@ -77,10 +77,13 @@ func (pl *DeviceFit) PreFilter(ctx context.Context, cycleState fwk.CycleState, p
 // with the cycle's nodes (nil: no list).
 func (pl *DeviceFit) writeState(cycleState fwk.CycleState, s *preFilterState, listed []bool) {
 	cycleState.Write(preFilterStateKey, s)
-	cycleState.Write(shared.VerdictKey, &shared.Verdict{Admits: func(ni fwk.NodeInfo) bool {
-		r, _ := s.reject(pl, ni)
+	cycleState.Write(shared.VerdictKey, &shared.Verdict{Admits: func(ni fwk.NodeInfo, e *devices.NodeDevices) bool {
+		if e == nil {
+			e = s.cache.Lookup(ni.Node())
+		}
+		r, _ := s.rejectCached(pl, ni, e)
 		return r == rejectNone
-	}, Listed: listed, DRAView: s.dra != nil})
+	}, Cache: s.cache, Listed: listed, DRAView: s.dra != nil})
 	if s.free != nil {
 		cycleState.Write(shared.Key, &shared.Nodes{Cache: pl.cache, Resources: pl.resourcesKey, Free: s.free})
 	}

@@ -250,7 +250,7 @@ func (pl *DevicePack) shortlist(ctx context.Context, cycleState fwk.CycleState, 
 			continue
 		}
 		admit, avoided := cycle.Judge(&rules, j)
-		if !admit || verdict != nil && !verdict.Admits(ni) {
+		if !admit || verdict != nil && !verdict.Admits(ni, verdictEntry(verdict, cycle, j)) {
 			continue
 		}
 		if avoided {
@@ -325,6 +325,15 @@ func (pl *DevicePack) shortlist(ctx context.Context, cycleState fwk.CycleState, 
 	logger.V(5).Info("Shortlist", "pod", klog.KObj(pod), "listed", s.listed, "feasible", len(feasible))
 	cycleState.Write(preScoreStateKey, s)
 	return &fwk.PreFilterResult{NodeNames: names}
+}
+
+// verdictEntry is the node j's entry for DeviceFit's verdict: the row's,
+// when DeviceFit reads the same node table, else nil (it looks it up).
+func verdictEntry(v *shared.Verdict, c *snapshot.Cycle, j int) *devices.NodeDevices {
+	if e := c.Rows[j].Devices; e != nil && v.Cache == c.Cache() {
+		return e
+	}
+	return nil
 }
 
 // readShortlist returns the state PreFilter wrote with a shortlist, nil

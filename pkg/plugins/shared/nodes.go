@@ -68,7 +68,11 @@ const VerdictKey fwk.StateKey = "devicefit.io/verdict"
 // the cycle (no Verdict: DeviceFit skipped the pod, or is not in the
 // profile, and its Filter passes every node).
 type Verdict struct {
-	Admits func(fwk.NodeInfo) bool
+	// Admits takes the node info and its entry in Cache (nil: DeviceFit
+	// looks it up); an entry of another cache would index another kind
+	// table.
+	Admits func(fwk.NodeInfo, *devices.NodeDevices) bool
+	Cache  *devices.NodeCache
 	// Listed, when DeviceFit's PreFilter named candidate nodes, says which
 	// of PreFilter's nodes (aligned with them) it named; nil otherwise.
 	Listed []bool

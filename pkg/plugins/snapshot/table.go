@@ -98,6 +98,9 @@ type Cycle struct {
 	lastMemo *ruleMemo
 }
 
+// Cache is the node cache the Cycle's entries are of.
+func (c *Cycle) Cache() *devices.NodeCache { return c.table.cache }
+
 // FreeByKind returns the free devices (allocatable minus requested, per
 // node, never negative) of each kind of Kinds over all the cycle's nodes:
 // what scarcity weighs. Computed once per Cycle; read-only.
