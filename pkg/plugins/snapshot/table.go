@@ -124,7 +124,9 @@ func (c *Cycle) FreeByKind() []int64 {
 }
 
 // Clone implements fwk.StateData: the marker that this cycle's refresh
-// happened; it is never modified.
+// happened, shared rather than copied. What it computes on demand
+// (FreeByKind, the rule memo Judge uses) is asked for by the cycle's
+// PreFilter and PreScore plugins, which run one after another.
 func (c *Cycle) Clone() fwk.StateData { return c }
 
 // Refresh brings the Table up to nodes and returns it. In one scheduling
