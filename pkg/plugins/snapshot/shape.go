@@ -17,9 +17,16 @@ import (
 // is scored by itself.
 const maxShapeDevices = 4
 
-// maxShapes bounds the shapes a Table interns; past it, it starts over and
-// every row is interned again.
-const maxShapes = 1 << 16
+// A Table interns at most maxShapesPerRow shapes per row, plus
+// spareShapes; past that it starts over and every row is interned again.
+// Each row has one shape at a time, and shapes churn with the pods (the
+// CPU and memory left): without the bound the ones no row has any more
+// pile up (a soak of a million arrivals on 1000 nodes held 18 MiB of them
+// with a bound of 65536).
+const (
+	maxShapesPerRow = 2
+	spareShapes     = 1024
+)
 
 // NoShape is the Shape of a row that has none.
 const NoShape = -1
@@ -75,10 +82,10 @@ func (t *Table) intern(r *Row) {
 	r.Shape = id
 }
 
-// resetShapes starts the shape table over when it is full: the rows then
-// intern again (their epoch is behind).
-func (t *Table) resetShapes() {
-	if len(t.shapes) < maxShapes {
+// resetShapes starts the shape table over when it is full for rows rows:
+// the rows then intern again (their epoch is behind).
+func (t *Table) resetShapes(rows int) {
+	if len(t.shapes) < maxShapesPerRow*rows+spareShapes {
 		return
 	}
 	clear(t.shapes)

@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"strconv"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -57,5 +58,26 @@ func TestShapes(t *testing.T) {
 	}
 	if c.Shapes != 6 {
 		t.Errorf("%d shapes, want 6", c.Shapes)
+	}
+}
+
+// TestShapesStartOver: shapes no row has any more are dropped once they
+// pile up past the bound, and the rows get shapes below Cycle.Shapes again.
+func TestShapesStartOver(t *testing.T) {
+	table := NewTable(newSet(t))
+	ni := framework.NewNodeInfo()
+	ni.SetNode(gpuNode("n"))
+	nodes := []fwk.NodeInfo{ni}
+	bound := maxShapesPerRow*len(nodes) + spareShapes
+	for i := range bound + 10 {
+		// Every cycle the node holds other pods: a new shape.
+		ni.AddPod(st.MakePod().Name("p").UID(strconv.Itoa(i)).Node("n").Req(map[v1.ResourceName]string{v1.ResourceCPU: "1m"}).Obj())
+		c := table.Refresh(nil, nodes)
+		if len(table.shapes) > bound {
+			t.Fatalf("cycle %d: %d shapes held, bound %d", i, len(table.shapes), bound)
+		}
+		if r := c.Rows[0]; r.Shape == NoShape || r.Shape >= c.Shapes {
+			t.Fatalf("cycle %d: shape %d, want one below %d", i, r.Shape, c.Shapes)
+		}
 	}
 }

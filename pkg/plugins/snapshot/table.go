@@ -154,7 +154,7 @@ func (t *Table) Refresh(cs fwk.CycleState, nodes []fwk.NodeInfo) *Cycle {
 		t.rows = rows
 	}
 	t.rows = t.rows[:len(nodes)]
-	t.resetShapes()
+	t.resetShapes(len(nodes))
 	for j, ni := range nodes {
 		r := &t.rows[j]
 		if r.update(ni, entries[j]) || r.epoch != t.epoch {
