@@ -9,6 +9,7 @@ import (
 
 	"github.com/devicefit/devicefit/pkg/devices"
 	"github.com/devicefit/devicefit/pkg/plugins/shared"
+	"github.com/devicefit/devicefit/pkg/plugins/upstream"
 )
 
 // candidates returns the PreFilterResult naming the nodes that can take the
@@ -59,7 +60,7 @@ func (pl *DeviceFit) candidates(logger klog.Logger, s *preFilterState, pod *v1.P
 	}
 	names := pl.listNames(listKey(s, pod, newPreemptor(pod)), nodes, s.entries, admitted)
 	s.listed = names
-	return &fwk.PreFilterResult{NodeNames: names}
+	return upstream.KeptResult(names)
 }
 
 // offer is the largest allocatable of a requested resource on any node, and
@@ -100,17 +101,18 @@ func (o *offer) addMatching(a int64, own *nodeAdmit) {
 }
 
 // nodeAdmit is the pod's own rules' verdict on one node, judged at most
-// once and only when asked.
+// once and only when asked (the node object too: reading it through the
+// node info is a cache miss per node, for every pod).
 type nodeAdmit struct {
 	rules   *shared.NodeRules
-	node    *v1.Node
+	ni      fwk.NodeInfo
 	verdict int8 // 0 unknown, 1 admitted, -1 not
 }
 
 func (n *nodeAdmit) ok() bool {
 	if n.verdict == 0 {
 		n.verdict = -1
-		if n.rules == nil || n.rules.Admit(n.node) {
+		if n.rules == nil || n.rules.Admit(n.ni.Node()) {
 			n.verdict = 1
 		}
 	}
@@ -135,7 +137,7 @@ func (s *preFilterState) scan(pod *v1.Pod, nodes []fwk.NodeInfo, rules *shared.N
 		if dn != nil {
 			draNode = s.view.Node(ni.Node().Name)
 		}
-		own := nodeAdmit{rules: rules, node: ni.Node()}
+		own := nodeAdmit{rules: rules, ni: ni}
 		for i, r := range s.demand {
 			if s.draServedOn(ni, i) {
 				n, ok := s.judgeDRA(draNode, i)
@@ -218,7 +220,9 @@ func newPreemptor(pod *v1.Pod) preemptor {
 // class's devices there (none: DynamicResources rejects the node), the
 // selector's verdict on those the pod would get, and the free ones.
 func (s *preFilterState) admits(j int, ni fwk.NodeInfo, e *devices.NodeDevices, p preemptor, dn []draNode) exclusion {
-	if ni.Node() == nil {
+	// The cycle's entries are nil exactly for node infos without a node:
+	// the node object is read only then, or for a device-free pod.
+	if e == nil && ni.Node() == nil {
 		return excludedRoom
 	}
 	if s.deviceFree && hasDRADevices(s.view, ni.Node()) {

@@ -1,7 +1,6 @@
 package devicefit
 
 import (
-	"maps"
 	"strconv"
 	"strings"
 
@@ -62,9 +61,10 @@ func listKey(s *preFilterState, pod *v1.Pod, p preemptor) string {
 	return b.String()
 }
 
-// listNames returns the names of the admitted nodes, a set of its own that
-// the caller may hand out: the kept list for key, brought up to this
-// cycle, cloned.
+// listNames returns the names of the admitted nodes: the kept list for
+// key, brought up to this cycle. The set is the list's own, changed by a
+// later cycle: read it within this one, and hand it out only through
+// upstream.KeptResult.
 func (pl *DeviceFit) listNames(key string, nodes []fwk.NodeInfo, entries []*devices.NodeDevices, admitted []bool) sets.Set[string] {
 	l := pl.lists[key]
 	if l == nil || len(l.entries) != len(nodes) {
@@ -99,7 +99,7 @@ func (pl *DeviceFit) listNames(key string, nodes []fwk.NodeInfo, entries []*devi
 		}
 		l.admitted[j], l.entries[j] = admitted[j], entryID(entries[j])
 	}
-	return maps.Clone(l.names)
+	return l.names
 }
 
 // changed reports whether position j holds another node object than when

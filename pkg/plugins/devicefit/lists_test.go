@@ -106,28 +106,3 @@ func TestListsKeptBetweenCycles(t *testing.T) {
 		t.Errorf("kept %d lists, want one per shape (2)", len(kept.lists))
 	}
 }
-
-// TestListsHandedOutAreOwn: the set a cycle hands out is its own: the next
-// cycle's changes to the kept list do not show in it.
-func TestListsHandedOutAreOwn(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	pl := newPluginOrDefault(t, nil)
-	nodes := make([]fwk.NodeInfo, 10)
-	for i := range nodes {
-		nodes[i] = nodeInfo(gpuNode(fmt.Sprint("n", i), "NVIDIA-L4", "4", nil))
-	}
-	for _, name := range []string{"h1", "h2", "h3"} {
-		nodes = append(nodes, nodeInfo(gpuNode(name, "NVIDIA-H100-80GB-HBM3", "4", nil)))
-	}
-	pod := gpuPod("4", map[string]string{devices.AnnotationProducts: "NVIDIA-L4"})
-	first, _ := pl.PreFilter(ctx, framework.NewCycleState(), pod, nodes)
-	before := sets.List(first.NodeNames)
-	nodes[0] = infoWith(nodes[0].Node(), boundPod("b", "n0", "4", 0))
-	second, _ := pl.PreFilter(ctx, framework.NewCycleState(), pod, nodes)
-	if second.NodeNames.Has("n0") {
-		t.Fatalf("n0 is full, yet listed: %v", sets.List(second.NodeNames))
-	}
-	if diff := cmp.Diff(before, sets.List(first.NodeNames)); diff != "" {
-		t.Errorf("the first cycle's list changed (-before +after):\n%s", diff)
-	}
-}

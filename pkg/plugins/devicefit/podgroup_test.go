@@ -70,7 +70,9 @@ func TestPreFilterAcrossPlacements(t *testing.T) {
 		if res == nil || res.AllNodes() {
 			return nil, free
 		}
-		return res.NodeNames, free
+		// A copy, as the framework makes (upstream.KeptResult): the set
+		// is the kept list, which the next PreFilter changes.
+		return res.NodeNames.Clone(), free
 	}
 	type step struct {
 		names sets.Set[string]

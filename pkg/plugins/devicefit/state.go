@@ -49,7 +49,8 @@ type preFilterState struct {
 	// DevicePack (pkg/plugins/shared); nil for a device-free pod.
 	free []int64
 	// listed is the PreFilterResult's node names when candidates returned
-	// one (nil for all nodes); PostFilter reads it.
+	// one (nil for all nodes); PostFilter reads it, in the same cycle: the
+	// set is a kept list (lists.go), which the next cycle changes.
 	listed sets.Set[string]
 	// quiet: Filter runs only to give reasons (PostFilter, on a copy of the
 	// state) and counts no rejections, which candidates counted already.

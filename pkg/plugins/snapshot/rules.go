@@ -31,13 +31,16 @@ const (
 // for every pod (a tenth of DevicePack's PreFilter at 15,000 nodes).
 func (c *Cycle) Judge(rules *shared.NodeRules, j int) (admit, avoid bool) {
 	r := &c.Rows[j]
-	node := r.Info.Node()
-	if r.Devices == nil || node == nil {
+	if r.Devices == nil {
+		node := r.Info.Node()
 		return rules.Admit(node), node != nil && rules.PreferAvoided(node)
 	}
 	m := c.memo(rules.Key())
 	id := r.Devices.ID()
 	if m.ids[j] != id {
+		// The node object only now: reading it through the node info is a
+		// cache miss per node, for every pod.
+		node := r.Info.Node()
 		var v uint8
 		if rules.Admit(node) {
 			v |= admitted

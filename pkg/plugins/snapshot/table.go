@@ -15,6 +15,7 @@ package snapshot
 import (
 	"fmt"
 	"iter"
+	"slices"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -63,6 +64,9 @@ type Table struct {
 	// shapes interns the rows' shapes, in epoch (shape.go).
 	shapes map[shapeKey]int
 	epoch  uint64
+	// free is the rows' free devices per kind of the cache's kind table,
+	// kept as rows move (FreeByKind).
+	free []int64
 }
 
 // NewTable returns an empty table of the device resources in set.
@@ -88,9 +92,8 @@ type Cycle struct {
 	Shapes int
 	nodes  *fwk.NodeInfo
 	n      int
-	// free is FreeByKind's, computed on first use.
-	free     []int64
-	freeOnce sync.Once
+	// free is FreeByKind's, the Table's as of this refresh.
+	free []int64
 	// table is the Table the Cycle is of; lastKey and lastMemo the rule
 	// memo Judge last used (rules.go).
 	table    *Table
@@ -103,30 +106,14 @@ func (c *Cycle) Cache() *devices.NodeCache { return c.table.cache }
 
 // FreeByKind returns the free devices (allocatable minus requested, per
 // node, never negative) of each kind of Kinds over all the cycle's nodes:
-// what scarcity weighs. Computed once per Cycle; read-only.
-func (c *Cycle) FreeByKind() []int64 {
-	c.freeOnce.Do(func() {
-		c.free = make([]int64, len(c.Kinds))
-		for j := range c.Rows {
-			r := &c.Rows[j]
-			if r.Devices == nil {
-				continue
-			}
-			for i := range r.Devices.Devices {
-				d := &r.Devices.Devices[i]
-				if d.Allocatable > 0 && d.Kind >= 0 && d.Kind < len(c.free) {
-					c.free[d.Kind] += r.Free[i]
-				}
-			}
-		}
-	})
-	return c.free
-}
+// what scarcity weighs. The Table keeps the sums as rows move, instead of
+// adding up every node per pod; read-only.
+func (c *Cycle) FreeByKind() []int64 { return c.free }
 
 // Clone implements fwk.StateData: the marker that this cycle's refresh
-// happened, shared rather than copied. What it computes on demand
-// (FreeByKind, the rule memo Judge uses) is asked for by the cycle's
-// PreFilter and PreScore plugins, which run one after another.
+// happened, shared rather than copied. What it computes on demand (the
+// rule memo Judge uses) is asked for by the cycle's PreFilter and PreScore
+// plugins, which run one after another.
 func (c *Cycle) Clone() fwk.StateData { return c }
 
 // Refresh brings the Table up to nodes and returns it. In one scheduling
@@ -148,6 +135,21 @@ func (t *Table) Refresh(cs fwk.CycleState, nodes []fwk.NodeInfo) *Cycle {
 	defer t.mu.Unlock()
 	kinds, entries := t.cache.Refresh(NodeObjects(nodes), true, t.entries)
 	t.entries = entries
+	// The kind table only grows, but for a cache that started over (too
+	// many kinds): its kinds are numbered anew, and the sums with them.
+	recount := len(kinds) < len(t.free)
+	kept := len(t.free)
+	if recount {
+		kept = 0
+	}
+	t.free = slices.Grow(t.free[:kept], len(kinds)-kept)[:len(kinds)]
+	clear(t.free[kept:])
+	for j := len(nodes); j < len(t.rows); j++ {
+		// Gone: its devices are free nowhere, and a row that comes back
+		// here is read anew.
+		t.count(&t.rows[j], -1, recount)
+		t.rows[j] = Row{}
+	}
 	if cap(t.rows) < len(nodes) {
 		rows := make([]Row, len(nodes))
 		copy(rows, t.rows)
@@ -157,11 +159,21 @@ func (t *Table) Refresh(cs fwk.CycleState, nodes []fwk.NodeInfo) *Cycle {
 	t.resetShapes(len(nodes))
 	for j, ni := range nodes {
 		r := &t.rows[j]
-		if r.update(ni, entries[j]) || r.epoch != t.epoch {
+		if key, moved := r.moved(ni, entries[j]); moved {
+			t.count(r, -1, recount)
+			r.read(ni, key, entries[j])
+			t.count(r, 1, false)
 			t.intern(r)
+		} else {
+			if recount {
+				t.count(r, 1, false)
+			}
+			if r.epoch != t.epoch {
+				t.intern(r)
+			}
 		}
 	}
-	c := &Cycle{Kinds: kinds, Entries: entries, Rows: t.rows, Shapes: len(t.shapes), n: len(nodes), table: t}
+	c := &Cycle{Kinds: kinds, Entries: entries, Rows: t.rows, Shapes: len(t.shapes), n: len(nodes), table: t, free: slices.Clone(t.free)}
 	if len(nodes) > 0 {
 		c.nodes = &nodes[0]
 	}
@@ -185,23 +197,41 @@ func (t *Table) Current(cs fwk.CycleState) *Cycle {
 	return c
 }
 
-// update reads the node info again when its state or node object moved.
-// The generation alone is no change signal (NodeState): the pod count
-// and the last pod tell apart what a pod-group cycle assumes and forgets.
-func (r *Row) update(ni fwk.NodeInfo, e *devices.NodeDevices) (moved bool) {
+// count adds the row's free devices, sign times, to the Table's sums; a
+// subtraction is skipped when the sums are being recounted (they hold none
+// of the old rows). Under Table.mu.
+func (t *Table) count(r *Row, sign int64, recount bool) {
+	if r.Devices == nil || sign < 0 && recount {
+		return
+	}
+	for i := range r.Devices.Devices {
+		d := &r.Devices.Devices[i]
+		if d.Allocatable > 0 && d.Kind >= 0 && d.Kind < len(t.free) {
+			t.free[d.Kind] += sign * r.Free[i]
+		}
+	}
+}
+
+// moved reports whether the row must be read again: its node info's state
+// or node object moved since. The generation alone is no change signal
+// (NodeState): the pod count and the last pod tell apart what a pod-group
+// cycle assumes and forgets.
+func (r *Row) moved(ni fwk.NodeInfo, e *devices.NodeDevices) (NodeState, bool) {
 	var key NodeState
 	if ni != nil {
 		key = StateOf(ni)
 	}
 	id := entryID(e)
-	if r.Info == ni && r.key == key && r.entryID == id && id != 0 {
-		return false
-	}
-	r.Info, r.key, r.entryID, r.Devices = ni, key, id, e
+	return key, r.Info != ni || r.key != key || r.entryID != id || id == 0
+}
+
+// read reads the row from the node info ni, in state key, with entry e.
+func (r *Row) read(ni fwk.NodeInfo, key NodeState, e *devices.NodeDevices) {
+	r.Info, r.key, r.entryID, r.Devices = ni, key, entryID(e), e
 	r.Used, r.Free = r.Used[:0], r.Free[:0]
 	if ni == nil || ni.Node() == nil {
 		r.MilliCPU, r.Memory, r.Storage, r.Pods, r.Images = 0, 0, 0, 0, false
-		return true
+		return
 	}
 	alloc, req := ni.GetAllocatable(), ni.GetRequested()
 	r.MilliCPU = alloc.GetMilliCPU() - req.GetMilliCPU()
@@ -210,7 +240,7 @@ func (r *Row) update(ni fwk.NodeInfo, e *devices.NodeDevices) (moved bool) {
 	r.Pods = int64(alloc.GetAllowedPodNumber()) - int64(len(ni.GetPods()))
 	r.Images = len(ni.GetImageStates()) > 0
 	if e == nil {
-		return true
+		return
 	}
 	requested := req.GetScalarResources()
 	for i := range e.Devices {
@@ -219,7 +249,6 @@ func (r *Row) update(ni fwk.NodeInfo, e *devices.NodeDevices) (moved bool) {
 		r.Used = append(r.Used, u)
 		r.Free = append(r.Free, max(d.Allocatable-u, 0))
 	}
-	return true
 }
 
 func entryID(e *devices.NodeDevices) uint64 {

@@ -1,6 +1,8 @@
 package snapshot
 
 import (
+	"fmt"
+	"maps"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -97,5 +99,91 @@ func TestRefreshOncePerCycle(t *testing.T) {
 	}
 	if next := table.Refresh(framework.NewCycleState(), nodes); next == first {
 		t.Error("the next cycle got the last cycle's Cycle")
+	}
+}
+
+// freeByKindRecount adds up the free devices per kind of the node infos
+// from scratch, by kind value.
+func freeByKindRecount(c *Cycle, nodes []fwk.NodeInfo) map[devices.DeviceKind]int64 {
+	sums := map[devices.DeviceKind]int64{}
+	for j, ni := range nodes {
+		e := c.Entries[j]
+		if e == nil {
+			continue
+		}
+		requested := ni.GetRequested().GetScalarResources()
+		for _, d := range e.Devices {
+			if d.Allocatable > 0 && d.Kind >= 0 {
+				sums[c.Kinds[d.Kind]] += max(d.Allocatable-requested[d.Resource], 0)
+			}
+		}
+	}
+	return sums
+}
+
+// TestFreeByKindFollowsTheRows: the sums the Table keeps as rows move equal
+// a recount of the node infos after every kind of move: pods bound and
+// removed, nodes gone, reordered and back, a node object replaced, and the
+// cache's kind table started over.
+func TestFreeByKindFollowsTheRows(t *testing.T) {
+	product := func(name, p string) *v1.Node {
+		n := gpuNode(name)
+		n.Labels = map[string]string{devices.LabelGPUProduct: p}
+		return n
+	}
+	node := func(n *v1.Node, pods ...*v1.Pod) *framework.NodeInfo {
+		ni := framework.NewNodeInfo(pods...)
+		ni.SetNode(n)
+		return ni
+	}
+	a := node(product("a", "A100"), gpuPod("a1", "2"))
+	b := node(product("b", "A100"))
+	c := node(product("c", "H100"), gpuPod("c1", "8"))
+	many := make([]fwk.NodeInfo, devices.MaxKinds+1)
+	_ = many
+	for i := range many {
+		many[i] = node(product(fmt.Sprintf("k%d", i), fmt.Sprintf("P%d", i)), gpuPod(fmt.Sprintf("k%d", i), "1"))
+	}
+	steps := []struct {
+		name  string
+		move  func()
+		nodes []fwk.NodeInfo
+	}{
+		{"first", func() {}, []fwk.NodeInfo{a, b, c}},
+		{"pod bound", func() { b.AddPod(gpuPod("b1", "3")) }, []fwk.NodeInfo{a, b, c}},
+		{"pod removed", func() {
+			if err := c.RemovePod(klog.Background(), c.GetPods()[0].GetPod()); err != nil {
+				t.Fatal(err)
+			}
+		}, []fwk.NodeInfo{a, b, c}},
+		{"node gone", func() {}, []fwk.NodeInfo{a, c}},
+		{"reordered and back", func() {}, []fwk.NodeInfo{c, b, a}},
+		{"node object replaced", func() {
+			n := product("a", "H100")
+			n.Status.Allocatable[gpu] = n.Status.Capacity[gpu]
+			a.SetNode(n)
+		}, []fwk.NodeInfo{c, b, a}},
+		{"kinds past the bound", func() {}, append([]fwk.NodeInfo{a, b, c}, many...)},
+		{"kind table started over", func() {}, []fwk.NodeInfo{a, b, c}},
+	}
+	table := NewTable(newSet(t))
+	for _, step := range steps {
+		step.move()
+		cyc := table.Refresh(nil, step.nodes)
+		got := map[devices.DeviceKind]int64{}
+		for k, n := range cyc.FreeByKind() {
+			if n != 0 {
+				got[cyc.Kinds[k]] += n
+			}
+		}
+		want := freeByKindRecount(cyc, step.nodes)
+		for k, n := range want {
+			if n == 0 {
+				delete(want, k)
+			}
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("%s: free by kind %v; a recount says %v", step.name, got, want)
+		}
 	}
 }

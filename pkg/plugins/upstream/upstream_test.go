@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
@@ -24,11 +25,18 @@ import (
 
 var metricsOnce sync.Once
 
-// handleKeeper is a plugin that keeps the handle its factory was given.
-type handleKeeper struct{ h fwk.Handle }
+// handleKeeper is a plugin that keeps the handle its factory was given;
+// its PreFilter returns result when set.
+type handleKeeper struct {
+	h      fwk.Handle
+	result *fwk.PreFilterResult
+}
 
 func (*handleKeeper) Name() string { return "HandleKeeper" }
-func (*handleKeeper) PreFilter(context.Context, fwk.CycleState, *v1.Pod, []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+func (k *handleKeeper) PreFilter(context.Context, fwk.CycleState, *v1.Pod, []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	if k.result != nil {
+		return k.result, nil
+	}
 	return nil, fwk.NewStatus(fwk.Skip)
 }
 func (*handleKeeper) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
@@ -37,6 +45,12 @@ func (*handleKeeper) PreFilterExtensions() fwk.PreFilterExtensions { return nil 
 // does, with NodeResourcesFit and NodeDeclaredFeatures in PreFilter and
 // Filter, and returns it with the handle a plugin received.
 func realFramework(t *testing.T) (framework.Framework, fwk.Handle) {
+	fw, keeper := realFrameworkKeeper(t)
+	return fw, keeper.h
+}
+
+// realFrameworkKeeper is realFramework, with the plugin itself.
+func realFrameworkKeeper(t *testing.T) (framework.Framework, *handleKeeper) {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	// The framework counts into the scheduler's metrics, which kube-scheduler
@@ -81,7 +95,7 @@ func realFramework(t *testing.T) (framework.Framework, fwk.Handle) {
 	if keeper.h == nil {
 		t.Fatal("the framework never called the plugin's factory")
 	}
-	return fw, keeper.h
+	return fw, keeper
 }
 
 func pod(spec v1.PodSpec) *v1.Pod {
@@ -142,5 +156,27 @@ func TestPluginsThroughTheHandle(t *testing.T) {
 	}
 	if len(names) != 2 || names[0] != "NodeResourcesFit" || names[1] != "NodeDeclaredFeatures" {
 		t.Errorf("Filter plugins %v; want [NodeResourcesFit NodeDeclaredFeatures]", names)
+	}
+}
+
+// TestKeptResultIsCopied: the real framework's PreFilter result holds the
+// names a plugin returned through KeptResult in a set of its own, so that
+// neither changing the framework's result nor the plugin's kept set later
+// reaches the other.
+func TestKeptResultIsCopied(t *testing.T) {
+	fw, keeper := realFrameworkKeeper(t)
+	kept := sets.New("a", "b")
+	keeper.result = KeptResult(kept)
+	res, st, _ := fw.RunPreFilterPlugins(context.Background(), framework.NewCycleState(), pod(v1.PodSpec{Containers: []v1.Container{{Name: "c"}}}))
+	if !st.IsSuccess() {
+		t.Fatalf("PreFilter: %v", st)
+	}
+	if res == nil || !res.NodeNames.Equal(sets.New("a", "b")) {
+		t.Fatalf("result %v; want the names a and b", res)
+	}
+	res.NodeNames.Delete("a")
+	kept.Insert("c")
+	if !kept.Has("a") || res.NodeNames.Has("c") {
+		t.Errorf("the framework's result shares the plugin's set (kept %v, result %v): KeptResult must copy it", sets.List(kept), sets.List(res.NodeNames))
 	}
 }
