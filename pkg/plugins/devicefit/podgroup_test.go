@@ -11,8 +11,6 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
-
-	"github.com/devicefit/devicefit/pkg/plugins/shared"
 )
 
 // TestPreFilterAcrossPlacements runs PreFilter as the v1.37.2 pod-group
@@ -21,7 +19,8 @@ import (
 // next placement. Snapshot.AssumePod and ForgetPod change a node info's
 // pods and requests but restore its Generation, so nothing keyed on the
 // generation alone may survive them: the candidate list (podsMemo) and the
-// free devices handed to DevicePack (shared.Nodes.Free) must follow the pods.
+// node table's free devices per kind (snapshot.Cycle.FreeByKind, which
+// DevicePack weighs) must follow the pods.
 func TestPreFilterAcrossPlacements(t *testing.T) {
 	logger, ctx := ktesting.NewTestContext(t)
 	pl := newPlugin(t, defaultArgs(), nil)
@@ -62,8 +61,8 @@ func TestPreFilterAcrossPlacements(t *testing.T) {
 			t.Fatalf("PreFilter: %v", s)
 		}
 		var free int64
-		if sn := shared.Read(state); sn != nil {
-			for _, f := range sn.Free {
+		if c := pl.table.Current(state); c != nil {
+			for _, f := range c.FreeByKind() {
 				free += f
 			}
 		}
@@ -143,9 +142,6 @@ func TestPreFilterReusedInPodGroupCycle(t *testing.T) {
 		ps, err := getPreFilterState(state)
 		if err != nil {
 			t.Fatalf("no state written: %v", err)
-		}
-		if shared.Read(state) == nil {
-			t.Fatal("no shared nodes written")
 		}
 		if res == nil {
 			return nil, ps

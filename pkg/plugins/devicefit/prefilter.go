@@ -84,9 +84,6 @@ func (pl *DeviceFit) writeState(cycleState fwk.CycleState, s *preFilterState, li
 		r, _ := s.rejectCached(pl, ni, e)
 		return r == rejectNone
 	}, Cache: s.cache, Listed: listed, DRAView: s.dra != nil})
-	if s.free != nil {
-		cycleState.Write(shared.Key, &shared.Nodes{Cache: pl.cache, Resources: pl.resourcesKey, Free: s.free})
-	}
 }
 
 // podGroupCycle is the cycle's PodGroupCycleState, nil outside a pod-group
@@ -116,10 +113,7 @@ func groupStateKey(pod *v1.Pod) fwk.StateKey {
 // placement of the same pod-group cycle, or nil. Within one cycle the
 // snapshot's node objects stay; only the pods the scheduler assumes for a
 // placement, and forgets after it, change. What the state holds of nodes
-// is of their objects (the selector's verdicts, the offers), but for the
-// free devices per kind, DevicePack's scarcity weights: those stay as the
-// first placement saw them, a few devices off, the same for every
-// placement. Only device-plugin requests are kept: a DRA-served request's
+// is of their objects (the selector's verdicts, the offers). Only device-plugin requests are kept: a DRA-served request's
 // verdicts read the claims, which a placement's pods allocate.
 func groupState(group fwk.PodGroupCycleState, pod *v1.Pod) *preFilterState {
 	if group == nil {
@@ -133,16 +127,12 @@ func groupState(group fwk.PodGroupCycleState, pod *v1.Pod) *preFilterState {
 	return s
 }
 
-// refresh brings the node table up to the cycle's nodes and returns its
-// cache's kind table and the nodes' entries (the table's slice), and for a
-// pod that takes devices the free devices per kind over the cluster, for
-// DevicePack (pkg/plugins/shared).
-func (pl *DeviceFit) refresh(cs fwk.CycleState, nodes []fwk.NodeInfo, s *preFilterState) {
-	c := pl.table.Refresh(cs, nodes)
+// refresh brings the node table up to the cycle's nodes (the table's
+// Cycle for pod) and gives the state its cache's kind table and the nodes'
+// entries (the table's slice).
+func (pl *DeviceFit) refresh(cs fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo, s *preFilterState) {
+	c := pl.table.RefreshFor(cs, pod, nodes)
 	s.kinds, s.entries = c.Kinds, c.Entries
-	if !s.deviceFree {
-		s.free = c.FreeByKind()
-	}
 }
 
 // podsMemos returns the plugin's podsMemo per position for n nodes,
@@ -173,7 +163,7 @@ func (pl *DeviceFit) computeState(ctx context.Context, cs fwk.CycleState, pod *v
 				return nil, fwk.AsStatus(err), ""
 			}
 			s.view = view
-			pl.refresh(cs, nodes, s)
+			pl.refresh(cs, pod, nodes, s)
 			s.memos = pl.podsMemos(len(nodes))
 			s.scan(pod, nodes, nil)
 			return s, nil, ""
@@ -190,7 +180,7 @@ func (pl *DeviceFit) computeState(ctx context.Context, cs fwk.CycleState, pod *v
 		labels:   make([]devices.DeviceLabels, len(demand)),
 		verdicts: make([][]devices.Mismatch, len(demand)),
 	}
-	pl.refresh(cs, nodes, s)
+	pl.refresh(cs, pod, nodes, s)
 	s.dra, s.view, err = pl.draServed(ctx, cs, demand)
 	if err != nil {
 		return nil, fwk.AsStatus(err), ""

@@ -45,9 +45,6 @@ type preFilterState struct {
 	memos       []podsMemo
 	numAdmitted int
 	left        [numExclusions]int
-	// free is the free devices per kind over all nodes (the table's), for
-	// DevicePack (pkg/plugins/shared); nil for a device-free pod.
-	free []int64
 	// listed is the PreFilterResult's node names when candidates returned
 	// one (nil for all nodes); PostFilter reads it, in the same cycle: the
 	// set is a kept list (lists.go), which the next cycle changes.

@@ -29,17 +29,12 @@ import (
 // be weighed against fine differences in fragmentation, and the coarse band
 // hid them (gpuspec05 94.57 against 95.01, gpuspec10 95.16 against 95.30).
 
-// coarseStep is what one step of FGD's band is worth in a coarse raw score:
+// coarseStep is what one step of FGD's band is worth in a coarse raw score
+// (weights.raw):
 // more than the product-value term can add (at most 1000 per device
 // resource or DRA entry taken, times a weight of at most 100), so that value
 // only orders nodes within a band.
 const coarseStep = 1 << 30
-
-// coarseScore is the raw score of a device pod where nothing is scarce:
-// FGD's band of the fragmentation term, then product value.
-func (pl *DevicePack) coarseScore(t *terms) int64 {
-	return fgdBand(t.frag)*coarseStep + pl.weights.productValue*t.value
-}
 
 // fgdBand is FGD's score of a fragmentation term frag (thousandths of a
 // device, the negated growth): 100·sigmoid(frag/1000), truncated.

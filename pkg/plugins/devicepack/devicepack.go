@@ -42,23 +42,20 @@ var (
 	_ fwk.SignPlugin        = &DevicePack{}
 )
 
-// DevicePack is the plugin. After New only the workload distribution, the
-// node cache and the cycle count change, the last two in PreScore alone.
+// DevicePack is the plugin. After New only the workload distribution and
+// the scratch and memo fields change (the node table is snapshot's).
 type DevicePack struct {
 	handle    fwk.Handle
 	resources devices.ResourceSet
-	cache     *devices.NodeCache
 	// scratchMu guards the PreScore-only fields below; cycles are serial,
 	// so it is never contended.
 	scratchMu sync.Mutex
-	cycles    uint64
-	// scratch and allScratch hold the cache entries of the candidates and
-	// of all nodes, reused from cycle to cycle; fitScratch the candidates'
-	// entries of DeviceFit's cache, when the cycle uses it.
-	scratch, allScratch, fitScratch []*devices.NodeDevices
-	weights                         weights
-	values                          []productValue
-	workload                        *workload
+	// scratch holds the candidates' entries in the node table's cache,
+	// reused from cycle to cycle.
+	scratch  []*devices.NodeDevices
+	weights  weights
+	values   []productValue
+	workload *workload
 	// dra keeps the DRA inventory and class verdicts between cycles, the
 	// same tracker as DeviceFit's in the framework (dra.TrackerFor);
 	// releaseDRA gives it back (Close).
@@ -139,7 +136,6 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 	pl := &DevicePack{
 		handle:    h,
 		resources: set,
-		cache:     devices.NewNodeCache(set),
 		weights: weights{
 			fragmentation:     args.FragmentationWeight,
 			bestFit:           args.BestFitWeight,

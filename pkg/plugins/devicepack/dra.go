@@ -293,7 +293,7 @@ func (s *preScoreState) workloadShares() bool {
 	return false
 }
 
-// scoreDRA adds the node's DRA entries to Score's terms.
+// scoreDRA adds the node's DRA entries to Score's terms (terms.go).
 func (pl *DevicePack) scoreDRA(s *preScoreState, dn *draNode, t *terms) {
 	t.frag += dn.frag
 	for i := range dn.entries {
@@ -312,13 +312,6 @@ func (pl *DevicePack) scoreDRA(s *preScoreState, dn *draNode, t *terms) {
 			k = &s.kinds[e.kind]
 		}
 		t.fit += e.usedAfter
-		v := pl.value(e.device)
-		if k != nil && k.candidate {
-			v = k.value
-		}
-		t.value += 1000 - min(v, s.maxValue)*1000/s.maxValue
-		if k != nil {
-			t.scarcity -= int64(math.Round(k.pressure * float64(e.take) * 1000))
-		}
+		t.taken(k, pl.kindValue(k, e.device), s.maxValue, e.take)
 	}
 }

@@ -195,10 +195,10 @@ func TestFinishDRAParallel(t *testing.T) {
 	}
 }
 
-// TestDRAKindsStayInTheCycle: when PreScore reads DeviceFit's node cache
-// (pkg/plugins/shared), the DRA kinds no node label describes get ids in
-// this cycle's kind table only: DeviceFit's cache is DeviceFit's to write,
-// and the DRA devices still count toward their kind's scarcity.
+// TestDRAKindsStayInTheCycle: when PreScore reads the node table's cache
+// (pkg/plugins/snapshot), the DRA kinds no node label describes get ids in
+// this cycle's kind table only: the cache is the table's to write, and the
+// DRA devices still count toward their kind's scarcity.
 func TestDRAKindsStayInTheCycle(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	// h100 publishes its GPUs in ResourceSlices only: no node label
@@ -208,13 +208,13 @@ func TestDRAKindsStayInTheCycle(t *testing.T) {
 		Slices:  []*resourceapi.ResourceSlice{nvdra.NodeSlice("h100", nvdra.GPUs(0, 8, "NVIDIA H100 80GB HBM3", "Hopper", "9.0.0", "80Gi")...)},
 		Classes: []*resourceapi.DeviceClass{nvdra.Class("gpu.nvidia.com", nvdra.WholeGPUs, string(gpu))},
 	}
-	pack, pod, state, all, fromFit := afterDeviceFit(t, ctx, args, draHandle{snapshotHandle{snapshot: snapshot}, m})
-	before := slices.Clone(fromFit.Cache.Kinds())
+	pack, pod, state, all, cyc := afterDeviceFit(t, ctx, args, draHandle{snapshotHandle{snapshot: snapshot}, m})
+	before := slices.Clone(cyc.Cache().Kinds())
 	if s := pack.PreScore(ctx, state, pod, all); !s.IsSuccess() {
 		t.Fatalf("PreScore: %v", s)
 	}
-	if after := fromFit.Cache.Kinds(); !cmp.Equal(after, before) {
-		t.Errorf("PreScore changed DeviceFit's kind table:\n%s", cmp.Diff(before, after))
+	if after := cyc.Cache().Kinds(); !cmp.Equal(after, before) {
+		t.Errorf("PreScore changed the node table's kind table:\n%s", cmp.Diff(before, after))
 	}
 	c, err := state.Read(preScoreStateKey)
 	if err != nil {

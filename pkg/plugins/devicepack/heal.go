@@ -71,7 +71,7 @@ func (pl *DevicePack) PostFilter(ctx context.Context, cycleState fwk.CycleState,
 // says why once. Only lists of at most alwaysFiltered nodes are checked:
 // of a longer one, a profile with percentageOfNodesToScore below 100 has
 // the framework filter only a share.
-func (pl *DevicePack) checkShortlist(ctx context.Context, pod *v1.Pod, s *preScoreState, nodes []fwk.NodeInfo) {
+func (pl *DevicePack) checkShortlist(ctx context.Context, pod *v1.Pod, s *shortlistState, nodes []fwk.NodeInfo) {
 	if len(nodes) >= s.listed || s.listed > alwaysFiltered {
 		return
 	}

@@ -44,12 +44,12 @@ func TestPostFilterHealsAMiss(t *testing.T) {
 	metrics.Register()
 	tests := []struct {
 		name      string
-		state     *preScoreState
+		state     *shortlistState
 		wantCode  fwk.Code
 		wantRetry bool
 	}{
-		{"every listed node failed", &preScoreState{listed: 1}, fwk.UnschedulableAndUnresolvable, true},
-		{"no shortlist in the cycle", &preScoreState{}, fwk.Unschedulable, false},
+		{"every listed node failed", &shortlistState{listed: 1}, fwk.UnschedulableAndUnresolvable, true},
+		{"no shortlist in the cycle", &shortlistState{}, fwk.Unschedulable, false},
 		{"DevicePack wrote no state", nil, fwk.Unschedulable, false},
 	}
 	for _, tc := range tests {
@@ -61,7 +61,7 @@ func TestPostFilterHealsAMiss(t *testing.T) {
 			pod.UID = types.UID("uid-" + tc.name)
 			cs := framework.NewCycleState()
 			if tc.state != nil {
-				cs.Write(preScoreStateKey, tc.state)
+				cs.Write(shortlistStateKey, tc.state)
 			}
 			before := missCount(t, metrics.FailedAll)
 			_, status := pl.PostFilter(ctx, cs, pod, framework.NewDefaultNodeToStatus())
@@ -124,7 +124,7 @@ func TestCheckShortlist(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			pl := &DevicePack{}
 			before := missCount(t, metrics.FailedSome)
-			pl.checkShortlist(ctx, gpuPod("p", "1"), &preScoreState{listed: tc.listed}, nodes(tc.feasible))
+			pl.checkShortlist(ctx, gpuPod("p", "1"), &shortlistState{listed: tc.listed}, nodes(tc.feasible))
 			if got := pl.shortlistBroken.Load(); got != tc.broken {
 				t.Errorf("shortlist broken = %v, want %v", got, tc.broken)
 			}

@@ -11,7 +11,6 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/devicefit/devicefit/pkg/devices"
-	"github.com/devicefit/devicefit/pkg/plugins/snapshot"
 )
 
 var (
@@ -65,15 +64,16 @@ type nodeAt struct{ domain, pos int }
 func (s *domainsState) Clone() fwk.StateData { return s }
 
 // ScorePlacement scores a placement of a pod group (a topology domain and
-// the nodes proposed for the group's pods in it), in thousandths, weighted
-// by the args as Score is:
+// the nodes proposed for the group's pods in it), in thousandths, with
+// Score's terms and weights (terms.go; no scarcity), computed over the
+// placement:
 //
 //   - fragmentation: -(whole + stranded)·1000, devices.GroupLoss over the
 //     arriving group shapes: the share of the whole domains they could use
 //     that the placement breaks, and the growth of the free devices in the
 //     domain that they could no longer use, as a share of all free devices;
 //   - best fit: the domain's devices in use after the placement, per mille;
-//   - product value: 1000 - value/maxValue·1000 for the devices taken.
+//   - product value: valueTerm per device taken.
 //
 // A group without a topology key, or a placement spanning several domains,
 // scores 0 on fragmentation and best fit (no domain to keep whole).
@@ -92,8 +92,7 @@ func (pl *DevicePack) ScorePlacement(ctx context.Context, state fwk.PlacementCyc
 	}
 	take := placementTake(placement, pl.resources)
 	t := ds.score(placement, take)
-	score := pl.weights.fragmentation*t.frag + pl.weights.bestFit*t.fit + pl.weights.productValue*t.value
-	score += int64(len(placement.ProposedAssignments)) * podsPlaced
+	score := pl.weights.weighted(&t) + int64(len(placement.ProposedAssignments))*podsPlaced
 	if logger := klog.FromContext(ctx).V(5); logger.Enabled() {
 		logger.Info("Placement terms", "podGroup", klog.KRef(podGroup.GetNamespace(), podGroup.GetName()),
 			"placement", placement.Name, "fragmentation", t.frag, "bestFit", t.fit, "productValue", t.value, "score", score)
@@ -225,20 +224,7 @@ func (pl *DevicePack) buildDomains(key string, shapes []devices.GroupShape, node
 		return ds
 	}
 	ds.node = make(map[string]nodeAt, len(nodes))
-	for _, ni := range nodes {
-		if n := ni.Node(); n != nil {
-			if v, ok := n.Labels[key]; ok {
-				if _, seen := ds.index[v]; !seen {
-					ds.index[v] = -1
-					ds.names = append(ds.names, v)
-				}
-			}
-		}
-	}
-	slices.Sort(ds.names)
-	for i, name := range ds.names {
-		ds.index[name] = i
-	}
+	ds.nameDomains(nodes)
 	ds.domains = make([][]devices.Domain, len(ds.resources))
 	for r := range ds.resources {
 		ds.domains[r] = make([]devices.Domain, len(ds.names))
@@ -251,8 +237,7 @@ func (pl *DevicePack) buildDomains(key string, shapes []devices.GroupShape, node
 	if withValues {
 		pl.scratchMu.Lock()
 		defer pl.scratchMu.Unlock()
-		_, pl.allScratch = pl.cache.Refresh(snapshot.NodeObjects(nodes), true, pl.allScratch)
-		entries = pl.allScratch
+		entries = pl.table.Refresh(nil, nodes).Entries
 		ds.value = make(map[string][]int64, len(nodes))
 		backing = make([]int64, len(nodes)*len(ds.resources))
 	}
@@ -296,6 +281,25 @@ func (pl *DevicePack) buildDomains(key string, shapes []devices.GroupShape, node
 	return ds
 }
 
+// nameDomains numbers the domains of nodes, the values of the key, in
+// name order.
+func (ds *domainsState) nameDomains(nodes []fwk.NodeInfo) {
+	for _, ni := range nodes {
+		if n := ni.Node(); n != nil {
+			if v, ok := n.Labels[ds.key]; ok {
+				if _, seen := ds.index[v]; !seen {
+					ds.index[v] = -1
+					ds.names = append(ds.names, v)
+				}
+			}
+		}
+	}
+	slices.Sort(ds.names)
+	for i, name := range ds.names {
+		ds.index[name] = i
+	}
+}
+
 // nodeLoss is, in expected devices, what taking demand on node costs the
 // arriving groups in the node's domain (devices.GroupLossDevices): the
 // devices of the domain when it was whole and is no longer, times the share
@@ -328,7 +332,7 @@ func (ds *domainsState) score(placement *fwk.PodGroupAssignments, take map[strin
 		for node, demand := range take {
 			if c := demand.Count(name); c > 0 {
 				if v, max := ds.value[node], ds.maxValue[r]; v != nil && max > 0 {
-					t.value += c * (1000 - v[r]*1000/max)
+					t.value += c * valueTerm(v[r], max)
 				}
 			}
 		}

@@ -37,14 +37,6 @@ type preScoreState struct {
 	// pod asks for devices (nil otherwise): Score charges a node what
 	// taking the pod there costs those groups (domainsState.nodeLoss).
 	domains *domainsState
-	// listed is the number of nodes PreFilter's shortlist named (0: none),
-	// and lo and hi the lowest and highest raw scores over every feasible
-	// node, which NormalizeScore scales by instead of the listed nodes'.
-	listed int
-	lo, hi int64
-	// first is, after a shortlist, the lowest-named feasible node with the
-	// best raw score (firstByName).
-	first string
 	// coarse: Score ranks by FGD's band (coarse.go).
 	coarse bool
 }
@@ -78,10 +70,11 @@ func (s *preScoreState) Clone() fwk.StateData { return s }
 // pressure, so Score neither parses nor allocates. The node cache reads a
 // node's labels only when the node object changed.
 func (pl *DevicePack) PreScore(ctx context.Context, cycleState fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
-	if s := readShortlist(cycleState); s != nil {
+	if sl := readShortlist(cycleState); sl != nil {
 		// PreFilter prepared the state over every feasible node and named
 		// the nodes that can win; the framework filtered only those.
-		pl.checkShortlist(ctx, pod, s, nodes)
+		pl.checkShortlist(ctx, pod, sl, nodes)
+		cycleState.Write(preScoreStateKey, sl.state)
 		return nil
 	}
 	s, status := pl.prepare(ctx, cycleState, pod, nodes, nil)
@@ -96,133 +89,56 @@ func (pl *DevicePack) PreScore(ctx context.Context, cycleState fwk.CycleState, p
 // scored on; Skip when there is nothing to pack for. known, when not nil,
 // are the nodes' entries in the node table (the shortlist's walk).
 func (pl *DevicePack) prepare(ctx context.Context, cycleState fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo, known []*devices.NodeDevices) (*preScoreState, *fwk.Status) {
-	facts := shared.ReadPod(cycleState, pod, pl.resources, pl.resourcesKey)
-	demand, err := facts.Demand, facts.Err
-	if err != nil {
-		// DeviceFit reports this; scoring a malformed pod helps no one.
-		return nil, fwk.NewStatus(fwk.Skip)
+	s, claims, status := pl.podState(ctx, cycleState, pod)
+	if s == nil {
+		return nil, status
 	}
-	view, err := pl.draView(ctx, cycleState)
-	if err != nil {
-		return nil, fwk.AsStatus(fmt.Errorf("DRA devices: %w", err))
-	}
-	reqs, err := dra.PodRequestsFor(cycleState, view, pod, demand)
-	if err != nil {
-		// DynamicResources keeps a pod whose claims are missing from being
-		// scheduled; without its demand there is nothing to pack for.
-		return nil, fwk.NewStatus(fwk.Skip)
-	}
-	// devicePod: the pod takes devices, through a device plugin or DRA.
-	devicePod := len(demand) > 0 || len(reqs) > 0
-	wl, err := pl.workload.snapshot()
-	if err != nil {
-		return nil, fwk.AsStatus(fmt.Errorf("workload snapshot: %w", err))
-	}
-	// DeviceFit, in this cycle's PreFilter, refreshed the node table to
-	// every node and counted the free devices per kind: use both, instead
-	// of walking the cluster again (pkg/plugins/shared). Without DeviceFit
-	// (a device-free pod it skips, or not in the profile), the shortlist's
-	// own refresh of the table serves the same.
-	fromFit := shared.Read(cycleState)
-	if fromFit != nil && fromFit.Resources != pl.resourcesKey {
-		fromFit = nil
-	}
-	cache := pl.cache
-	var fromTable *snapshot.Cycle
-	switch {
-	case fromFit != nil:
-		cache = fromFit.Cache
-	default:
-		if fromTable = pl.table.Current(cycleState); fromTable != nil {
-			cache = pl.table.Cache()
-		}
-	}
-	s := &preScoreState{demand: demand, devicePod: devicePod, workload: wl, maxValue: 1, cache: cache}
-	s.milliCPU, s.memoryBytes = facts.MilliCPU, facts.MemoryBytes
 	pl.scratchMu.Lock()
 	defer pl.scratchMu.Unlock()
+	c, err := pl.tableFor(cycleState, pod, nodes)
+	if err != nil {
+		return nil, fwk.AsStatus(fmt.Errorf("listing nodes: %w", err))
+	}
+	s.cache = pl.table.Cache()
+	entries := known
+	if entries == nil {
+		entries = pl.entriesOf(nodes)
+	}
+	table := c.Kinds
+	var kindMap []int
+	if claims.view != nil {
+		table, kindMap = cycleKinds(s.cache, table, claims.view)
+	}
+	s.kinds = make([]kindInfo, len(table))
+	withDevices := pl.noteCandidates(s, entries)
 	// Scarcity weighs the free devices of the whole cluster, not of the
 	// candidates: the percentageOfNodesToScore sample (and PreFilter's
 	// list) would make it an estimate that changes with where the search
-	// started. Refreshing all nodes first also interns every kind before
-	// the table is sized.
-	scarcity := wl != nil && pl.weights.scarcity > 0 && devicePod
-	wholeCluster := scarcity && (fromFit != nil || fromTable != nil)
-	var all []fwk.NodeInfo
-	if scarcity && !wholeCluster {
-		all = pl.allNodes(len(nodes))
-		wholeCluster = all != nil
-	}
-	var table []devices.DeviceKind
-	var entries []*devices.NodeDevices
-	if known != nil && cache == pl.table.Cache() {
-		table, entries = cache.Kinds(), known
-	} else {
-		table, entries = pl.refresh(cache, nodes, all != nil || fromFit != nil || fromTable != nil)
-	}
-	var kindMap []int
-	if view != nil {
-		table, kindMap = cycleKinds(cache, table, view)
-	}
-	s.kinds = make([]kindInfo, len(table))
-	var withDevices bool
-	for j, n := range nodes {
-		e := entries[j]
-		if e == nil {
-			continue
-		}
-		// The entry's allocatable is the node info's (SetNode reads the
-		// same node object's status; device resources are scalar), so only
-		// the free count for scarcity needs the node info's request map:
-		// when DeviceFit counted it over the cluster, no map is read here.
-		var req map[v1.ResourceName]int64
-		for i := range e.Devices {
-			d := &e.Devices[i]
-			a := d.Allocatable
-			if a <= 0 {
-				continue
-			}
-			withDevices = true
-			if k := pl.candidateKind(s, d.Kind, d.Device); k != nil && !wholeCluster {
-				if req == nil {
-					req = n.GetRequested().GetScalarResources()
-				}
-				k.free += max(a-req[d.Resource], 0)
-			}
+	// started. Without scarcity the counts only say which kinds have free
+	// devices at all (computeKinds): a kind with none on a candidate
+	// strands nothing there, whatever the rest of the cluster holds.
+	for k, n := range c.FreeByKind() {
+		if k < len(s.kinds) {
+			s.kinds[k].free += n
 		}
 	}
-	switch {
-	case all != nil:
-		s.addFree(all, pl.allScratch)
-	case wholeCluster:
-		var free []int64
-		if fromFit != nil {
-			free = fromFit.Free
-		} else {
-			free = fromTable.FreeByKind()
-		}
-		for k, n := range free {
-			if k < len(s.kinds) {
-				s.kinds[k].free += n
-			}
-		}
-	}
-	if view != nil && pl.prepareDRA(view, reqs, s, nodes, wholeCluster, kindMap) {
+	scarcity := s.workload != nil && pl.weights.scarcity > 0 && s.devicePod
+	if claims.view != nil && pl.prepareDRA(claims.view, claims.reqs, s, nodes, scarcity, kindMap) {
 		withDevices = true
 	}
 	if !withDevices {
 		// No candidate has devices: nothing to pack, nothing to strand.
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	if wl != nil {
-		s.computeKinds(table, pl.weights.scarcity > 0 && devicePod)
+	if s.workload != nil {
+		s.computeKinds(table, scarcity)
 		pl.finishDRA(ctx, s)
 		s.coarse = s.coarseOK(pl.weights.fragmentation)
 	}
 	// Domains single pods keep whole (podDomains). Not in a pod-group
 	// cycle: there the placement's PlacementScore chooses the domain, and a
 	// pod's candidates all lie in the one domain the placement tries.
-	if len(demand) > 0 && !cycleState.IsPodGroupSchedulingCycle() {
+	if len(s.demand) > 0 && !cycleState.IsPodGroupSchedulingCycle() {
 		if key, shapes, _ := pl.groups.current(); key != "" {
 			all, err := pl.snapshotNodes(nodes)
 			if err != nil {
@@ -232,6 +148,94 @@ func (pl *DevicePack) prepare(ctx context.Context, cycleState fwk.CycleState, po
 		}
 	}
 	return s, nil
+}
+
+// podClaims are the pod's DRA requests and the cycle's view of the DRA
+// devices (nil without DRA).
+type podClaims struct {
+	view *dra.View
+	reqs []dra.Request
+}
+
+// podState starts the pod's preScoreState from its facts, its DRA requests
+// and the workload; nil and the status (Skip: nothing to pack for) when
+// the pod cannot be scored.
+func (pl *DevicePack) podState(ctx context.Context, cycleState fwk.CycleState, pod *v1.Pod) (*preScoreState, podClaims, *fwk.Status) {
+	facts := shared.ReadPod(cycleState, pod, pl.resources, pl.resourcesKey)
+	demand, err := facts.Demand, facts.Err
+	if err != nil {
+		// DeviceFit reports this; scoring a malformed pod helps no one.
+		return nil, podClaims{}, fwk.NewStatus(fwk.Skip)
+	}
+	view, err := pl.draView(ctx, cycleState)
+	if err != nil {
+		return nil, podClaims{}, fwk.AsStatus(fmt.Errorf("DRA devices: %w", err))
+	}
+	reqs, err := dra.PodRequestsFor(cycleState, view, pod, demand)
+	if err != nil {
+		// DynamicResources keeps a pod whose claims are missing from being
+		// scheduled; without its demand there is nothing to pack for.
+		return nil, podClaims{}, fwk.NewStatus(fwk.Skip)
+	}
+	wl, err := pl.workload.snapshot()
+	if err != nil {
+		return nil, podClaims{}, fwk.AsStatus(fmt.Errorf("workload snapshot: %w", err))
+	}
+	// devicePod: the pod takes devices, through a device plugin or DRA.
+	s := &preScoreState{demand: demand, devicePod: len(demand) > 0 || len(reqs) > 0, workload: wl, maxValue: 1}
+	s.milliCPU, s.memoryBytes = facts.MilliCPU, facts.MemoryBytes
+	return s, podClaims{view: view, reqs: reqs}, nil
+}
+
+// tableFor is the node table's Cycle for the pod (snapshot): the one this
+// cycle's PreFilter refreshed (DeviceFit's, or the shortlist's), else one
+// refreshed now to every node of the snapshot, as in a pod-group cycle.
+func (pl *DevicePack) tableFor(cycleState fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*snapshot.Cycle, error) {
+	if c := pl.table.Current(cycleState); c != nil {
+		return c, nil
+	}
+	all, err := pl.snapshotNodes(nodes)
+	if err != nil {
+		return nil, err
+	}
+	return pl.table.RefreshFor(cycleState, pod, all), nil
+}
+
+// entriesOf are the nodes' entries in the node table's cache, which the
+// table has just brought up to every node; a node it lacks is read
+// directly, its devices without kind ids, as Score reads one.
+func (pl *DevicePack) entriesOf(nodes []fwk.NodeInfo) []*devices.NodeDevices {
+	cache := pl.table.Cache()
+	entries := pl.scratch[:0]
+	for _, n := range nodes {
+		e := cache.Lookup(n.Node())
+		if e == nil {
+			e = devices.ReadNodeDevices(n.Node(), pl.resources)
+		}
+		entries = append(entries, e)
+	}
+	pl.scratch = entries
+	return entries
+}
+
+// noteCandidates notes the kinds of the candidates' devices (entries, nil
+// for a node info without a node) and their product values; false when
+// none of them has devices.
+func (pl *DevicePack) noteCandidates(s *preScoreState, entries []*devices.NodeDevices) bool {
+	var withDevices bool
+	for _, e := range entries {
+		if e == nil {
+			continue
+		}
+		for i := range e.Devices {
+			d := &e.Devices[i]
+			if d.Allocatable > 0 {
+				withDevices = true
+				pl.candidateKind(s, d.Kind, d.Device)
+			}
+		}
+	}
+	return withDevices
 }
 
 // candidateKind notes that a candidate has devices of kind (with facts d):
@@ -250,74 +254,6 @@ func (pl *DevicePack) candidateKind(s *preScoreState, kind int, d devices.Device
 	}
 	return k
 }
-
-// allNodes returns the snapshot's nodes, refreshed into pl.allScratch,
-// when they are more than the candidates; else nil.
-func (pl *DevicePack) allNodes(candidates int) []fwk.NodeInfo {
-	if pl.handle == nil {
-		return nil
-	}
-	all, err := pl.handle.SnapshotSharedLister().NodeInfos().List()
-	if err != nil || len(all) <= candidates {
-		return nil
-	}
-	_, pl.allScratch = pl.cache.Refresh(snapshot.NodeObjects(all), true, pl.allScratch)
-	return all
-}
-
-// addFree adds each kind's free devices over nodes (entries aligned).
-func (s *preScoreState) addFree(nodes []fwk.NodeInfo, entries []*devices.NodeDevices) {
-	for j, n := range nodes {
-		e := entries[j]
-		if e == nil || len(e.Devices) == 0 {
-			continue
-		}
-		req := n.GetRequested().GetScalarResources()
-		for i := range e.Devices {
-			d := &e.Devices[i]
-			if d.Kind >= 0 && d.Kind < len(s.kinds) && d.Allocatable > 0 {
-				s.kinds[d.Kind].free += max(d.Allocatable-req[d.Resource], 0)
-			}
-		}
-	}
-}
-
-// refresh brings cache up to the candidates and, for its own cache every
-// fullRefreshEvery cycles unless fresh (all nodes were just refreshed), to
-// the whole snapshot, so that deleted nodes are forgotten (PreScore alone
-// sees only the feasible ones). DeviceFit's cache, refreshed to all nodes
-// in its PreFilter this cycle, is only read: a plugin never writes
-// another's state (past devices.MaxKinds a Refresh would even start its kind
-// table over under DeviceFit's verdicts). A node it lacks is read directly,
-// its devices without kind ids, as Score reads one. Its entries have a
-// scratch slice of their own: entries of one cache must never be reused for
-// the other (their kind ids differ).
-func (pl *DevicePack) refresh(cache *devices.NodeCache, nodes []fwk.NodeInfo, fresh bool) ([]devices.DeviceKind, []*devices.NodeDevices) {
-	if cache != pl.cache {
-		entries := pl.fitScratch[:0]
-		for _, n := range nodes {
-			e := cache.Lookup(n.Node())
-			if e == nil {
-				e = devices.ReadNodeDevices(n.Node(), pl.resources)
-			}
-			entries = append(entries, e)
-		}
-		pl.fitScratch = entries
-		return cache.Kinds(), entries
-	}
-	pl.cycles++
-	if !fresh && pl.handle != nil && pl.cycles%fullRefreshEvery == 0 {
-		if all, err := pl.handle.SnapshotSharedLister().NodeInfos().List(); err == nil {
-			_, pl.allScratch = pl.cache.Refresh(snapshot.NodeObjects(all), true, pl.allScratch)
-		}
-	}
-	kinds, entries := pl.cache.Refresh(snapshot.NodeObjects(nodes), false, pl.scratch)
-	pl.scratch = entries
-	return kinds, entries
-}
-
-// fullRefreshEvery: a deleted node's entry lives at most this many cycles.
-const fullRefreshEvery = 1024
 
 // computeKinds computes, once per kind with free devices among the
 // candidates (a fleet has few kinds), which workload classes accept it and

@@ -16,7 +16,7 @@ import (
 	"github.com/devicefit/devicefit/pkg/apis/config"
 	"github.com/devicefit/devicefit/pkg/devices"
 	"github.com/devicefit/devicefit/pkg/plugins/devicefit"
-	"github.com/devicefit/devicefit/pkg/plugins/shared"
+	nodetable "github.com/devicefit/devicefit/pkg/plugins/snapshot"
 )
 
 // snapshotHandle serves a scheduler snapshot, as the framework's handle does.
@@ -78,7 +78,7 @@ func TestScarcityCountsTheWholeCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := map[string]int64{}
-	table, _ := pack.cache.Refresh(func(yield func(*v1.Node) bool) {}, false, nil)
+	table := pack.table.Cache().Kinds()
 	for id, k := range c.(*preScoreState).kinds {
 		got[table[id].Device.Product] = k.free
 	}
@@ -91,41 +91,43 @@ func TestScarcityCountsTheWholeCluster(t *testing.T) {
 	}
 }
 
-// TestScarcityFromDeviceFit: with DeviceFit in the profile, its PreFilter
-// counts the free devices per kind over every node on its own walk, and
-// DevicePack's PreScore uses that count and DeviceFit's node cache
-// (pkg/plugins/shared) instead of walking the cluster again: the same
-// figures as its own walk, and the same scores.
-func TestScarcityFromDeviceFit(t *testing.T) {
+// TestScarcityFromTheNodeTable: with DeviceFit in the profile, its
+// PreFilter refreshes the node table over every node, and DevicePack's
+// PreScore reads the table's Cycle and free devices per kind instead of
+// walking the cluster again: the same figures as its own refresh.
+func TestScarcityFromTheNodeTable(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	snapshot, args := scarcityFleet(t)
-	pack, pod, state, all, fromFit := afterDeviceFit(t, ctx, args, snapshotHandle{snapshot: snapshot})
+	pack, pod, state, all, cyc := afterDeviceFit(t, ctx, args, snapshotHandle{snapshot: snapshot})
 	candidates := []fwk.NodeInfo{all[0], all[2]} // l4-b is no candidate
 	if s := pack.PreScore(ctx, state, pod, candidates); !s.IsSuccess() {
 		t.Fatalf("PreScore: %v", s)
+	}
+	if again := pack.table.Current(state); again != cyc {
+		t.Error("PreScore refreshed the node table again in the cycle")
 	}
 	c, err := state.Read(preScoreStateKey)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ps := c.(*preScoreState)
-	if ps.cache != fromFit.Cache {
-		t.Error("PreScore did not use DeviceFit's node cache")
+	if ps.cache != cyc.Cache() {
+		t.Error("PreScore did not use the node table's cache")
 	}
 	got := map[string]int64{}
 	for id, k := range ps.kinds {
-		got[fromFit.Cache.Kinds()[id].Device.Product] += k.free
+		got[cyc.Kinds[id].Device.Product] += k.free
 	}
 	if want := map[string]int64{"NVIDIA-L4": 4 + 3, "Tesla-T4": 2}; !cmp.Equal(got, want) {
-		t.Errorf("free devices from DeviceFit's walk: got %v, want %v", got, want)
+		t.Errorf("free devices from the node table: got %v, want %v", got, want)
 	}
 }
 
 // afterDeviceFit makes DevicePack and DeviceFit on h and runs DeviceFit's
 // PreFilter for a 1-GPU pod over h's snapshot's nodes, as the framework
 // does before DevicePack's PreScore: it returns DevicePack, the pod, the
-// cycle state, the nodes and what DeviceFit shared (pkg/plugins/shared).
-func afterDeviceFit(t *testing.T, ctx context.Context, args *config.DevicePackArgs, h fwk.Handle) (*DevicePack, *v1.Pod, fwk.CycleState, []fwk.NodeInfo, *shared.Nodes) {
+// cycle state, the nodes and the node table's Cycle DeviceFit refreshed.
+func afterDeviceFit(t *testing.T, ctx context.Context, args *config.DevicePackArgs, h fwk.Handle) (*DevicePack, *v1.Pod, fwk.CycleState, []fwk.NodeInfo, *nodetable.Cycle) {
 	t.Helper()
 	pack, err := New(ctx, args, h)
 	if err != nil {
@@ -144,9 +146,9 @@ func afterDeviceFit(t *testing.T, ctx context.Context, args *config.DevicePackAr
 	if _, s := fit.(fwk.PreFilterPlugin).PreFilter(ctx, state, pod, all); !s.IsSuccess() {
 		t.Fatalf("DeviceFit PreFilter: %v", s)
 	}
-	fromFit := shared.Read(state)
-	if fromFit == nil {
-		t.Fatal("DeviceFit wrote no shared node counts")
+	cyc := pack.(*DevicePack).table.Current(state)
+	if cyc == nil {
+		t.Fatal("DeviceFit did not refresh the node table DevicePack reads")
 	}
-	return pack.(*DevicePack), pod, state, all, fromFit
+	return pack.(*DevicePack), pod, state, all, cyc
 }

@@ -12,38 +12,9 @@ import (
 	"github.com/devicefit/devicefit/pkg/plugins/snapshot"
 )
 
-// terms are Score's sums, in thousandths of a device.
-type terms struct {
-	frag, fit, value, scarcity int64
-	hasDevices                 bool
-	// full sums how full (in thousandths) each of the node's device
-	// resources (DRA: class and product) is, over fullOf of them: the best
-	// fit of a device-free pod.
-	full, fullOf int64
-}
-
-// Score is, in thousandths of a device (terms weighted by the args):
-//
-//   - fragmentation: -(growth of expected stranded devices), summed over the
-//     node's device resources (CPU pods can strand devices too), and, once
-//     pod groups with a topology key were placed, -(expected devices of the
-//     node's domain those groups could no longer use: nodeLoss);
-//   - best fit: how full the requested devices are after the placement;
-//     for a device-free pod, how full the node's devices are (fullness):
-//     the CPU and memory beside devices already taken is the room device
-//     pods can no longer use, so device-free pods spend it first, and leave
-//     the CPU beside free devices to the device pods that need it. Without
-//     it, device-free pods see only the fragmentation term, which is zero
-//     on most nodes (the devices stay usable as long as enough CPU is
-//     left); ties then go to the order of the nodes and the pods eat into
-//     the CPU of empty nodes (the default Alibaba trace with every GPU pod
-//     fractional: 3 points of allocation, docs/placement.md);
-//   - product value: 1000 - value/maxValue·1000 for the devices taken;
-//   - device-node penalty for device-free pods (deviceNodePenalty: a
-//     preference, where DeviceFit's deviceNodePolicy Require is a filter).
-//
-// Each term is rounded to an integer before summing, so the result does not
-// depend on map iteration order. NormalizeScore maps it to [0, 100].
+// Score is the packing score of the pod on the node, raw (terms.go has
+// its formula): the terms are summed per device resource here, per DRA
+// entry in scoreDRA, and weighted in one place (weights.raw).
 func (pl *DevicePack) Score(_ context.Context, cycleState fwk.CycleState, _ *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
 	c, err := cycleState.Read(preScoreStateKey)
 	if err != nil {
@@ -140,16 +111,7 @@ func (pl *DevicePack) scoreOn(s *preScoreState, name string, e *devices.NodeDevi
 		}
 		if take > 0 {
 			t.fit += (used + take) * 1000 / a
-			var v int64
-			if k != nil && k.candidate {
-				v = k.value
-			} else {
-				v = pl.value(d.Device)
-			}
-			t.value += 1000 - min(v, s.maxValue)*1000/s.maxValue
-			if k != nil {
-				t.scarcity -= int64(math.Round(k.pressure * float64(take) * 1000))
-			}
+			t.taken(k, pl.kindValue(k, d.Device), s.maxValue, take)
 		}
 	}
 	if dn := s.dra[name]; dn != nil {
@@ -158,17 +120,7 @@ func (pl *DevicePack) scoreOn(s *preScoreState, name string, e *devices.NodeDevi
 	if s.domains != nil {
 		t.frag -= int64(math.Round(s.domains.nodeLoss(name, s.demand) * 1000))
 	}
-	if s.coarse {
-		return pl.coarseScore(&t)
-	}
-	if !s.devicePod && t.fullOf > 0 {
-		t.fit = t.full / t.fullOf
-	}
-	score := pl.weights.fragmentation*t.frag + pl.weights.bestFit*t.fit + pl.weights.productValue*t.value + pl.weights.scarcity*t.scarcity
-	if t.hasDevices && !s.devicePod {
-		score -= pl.weights.deviceNodePenalty * 1000
-	}
-	return score
+	return pl.weights.raw(s, &t)
 }
 
 // acceptance is the workload's acceptance of the node's devices d: the

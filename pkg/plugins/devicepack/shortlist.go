@@ -196,12 +196,65 @@ func draOrder(names *profileNames) string {
 }
 
 // shortlist returns the PreFilterResult naming the nodes that can win, and
-// writes the pod's preScoreState, computed over every feasible node, for
-// PreScore, Score and NormalizeScore to use; nil (and no state) when the
-// cycle must run on every node.
+// writes the shortlistState, with the pod's preScoreState computed over
+// every feasible node, for PreScore, Score and NormalizeScore to use; nil
+// (and no state) when the cycle must run on every node.
 func (pl *DevicePack) shortlist(ctx context.Context, cycleState fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) *fwk.PreFilterResult {
-	if !pl.shortlistOn || pl.handle == nil || len(nodes) < 2 || cycleState.IsPodGroupSchedulingCycle() {
+	fit, ok := pl.shortlistFit(ctx, cycleState, pod, nodes)
+	if !ok {
 		return nil
+	}
+	logger := klog.FromContext(ctx)
+	f, ok := pl.feasibleRows(logger, cycleState, pod, nodes, fit)
+	if !ok || len(f.nodes) == 0 {
+		// No node fits, every plugin then says why on every node; or
+		// TaintToleration's Score tells nodes apart.
+		return nil
+	}
+	known := pl.knownScratch[:0]
+	for _, r := range f.rows {
+		known = append(known, r.Devices)
+	}
+	pl.knownScratch = known[:0]
+	s, status := pl.prepare(ctx, cycleState, pod, f.nodes, known)
+	if !status.IsSuccess() {
+		// Nothing to pack for: the other plugins choose.
+		return nil
+	}
+	raw := pl.scoreShapes(s, f.rows, f.shapes, pl.rawScratch[:0])
+	pl.rawScratch = raw[:0]
+	sl := &shortlistState{state: s, lo: raw[0], hi: raw[0]}
+	for _, v := range raw[1:] {
+		sl.lo, sl.hi = min(sl.lo, v), max(sl.hi, v)
+	}
+	for i, ni := range f.nodes {
+		// The name only of the best: reading it is a cache miss per node.
+		if raw[i] != sl.hi {
+			continue
+		}
+		if name := ni.Node().Name; sl.first == "" || name < sl.first {
+			sl.first = name
+		}
+	}
+	names, ok := pl.winners(sl, f, raw)
+	if !ok || names.Len()*10 > len(nodes)*9 {
+		// A nominated pod on a winner, or nearly every node: the list
+		// saves nothing.
+		return nil
+	}
+	sl.listed = names.Len()
+	logger.V(5).Info("Shortlist", "pod", klog.KObj(pod), "listed", sl.listed, "feasible", len(f.nodes))
+	cycleState.Write(shortlistStateKey, sl)
+	return &fwk.PreFilterResult{NodeNames: names}
+}
+
+// shortlistFit returns NodeResourcesFit's Filter for the pod, false when
+// the cycle names no shortlist: the profile, the pod or the cluster is one
+// whose verdicts and scores it does not reproduce (above), or the pod's
+// last shortlist missed.
+func (pl *DevicePack) shortlistFit(ctx context.Context, cycleState fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (fitCheck, bool) {
+	if !pl.shortlistOn || pl.handle == nil || len(nodes) < 2 || cycleState.IsPodGroupSchedulingCycle() {
+		return fitCheck{}, false
 	}
 	logger := klog.FromContext(ctx)
 	pl.profileOnce.Do(func() {
@@ -212,35 +265,48 @@ func (pl *DevicePack) shortlist(ctx context.Context, cycleState fwk.CycleState, 
 	})
 	if pl.retries.take(pod.UID) {
 		logger.V(4).Info("Retrying the pod on every node: its last shortlist missed", "pod", klog.KObj(pod))
-		return nil
+		return fitCheck{}, false
 	}
-	if !pl.profile.ok || pl.shortlistBroken.Load() || !pl.podShortlistable(pod) {
-		return nil
-	}
-	if upstream.NeedsNodeFeatures(cycleState) {
-		return nil
+	if !pl.profile.ok || pl.shortlistBroken.Load() || !pl.podShortlistable(pod) || upstream.NeedsNodeFeatures(cycleState) {
+		return fitCheck{}, false
 	}
 	req, ok := upstream.FitRequest(cycleState)
 	if !ok || pl.affinitySelects(pod) {
-		return nil
+		return fitCheck{}, false
 	}
 	draFit, ok := pl.draShortlist(ctx, cycleState, pod, req)
 	if !ok {
-		return nil
+		return fitCheck{}, false
 	}
+	return newFitCheck(req, draFit, pl.resources), true
+}
+
+// feasible are the nodes the pod fits, as the profile's Filter plugins
+// would find them, with their rows in the node table: scratch slices,
+// valid within the cycle's PreFilter. imagesSeen: one of them holds one of
+// the pod's images (ImageLocality may score it).
+type feasible struct {
+	nodes      []fwk.NodeInfo
+	rows       []*snapshot.Row
+	shapes     int
+	imagesSeen bool
+}
+
+// feasibleRows walks the node table for the nodes the pod fits; false when
+// one of them has a PreferNoSchedule taint the pod does not tolerate
+// (TaintToleration's Score would tell it apart).
+func (pl *DevicePack) feasibleRows(logger klog.Logger, cycleState fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo, fit fitCheck) (feasible, bool) {
 	verdict := shared.ReadVerdict(cycleState)
 	rules := shared.NewNodeRules(logger, pod, pl.taintComparisonOperators)
 	images := podImages(pod)
-	feasible := pl.feasibleScratch[:0]
-	var imagesSeen bool
 	var listed []bool
 	if verdict != nil && len(verdict.Listed) == len(nodes) {
 		listed = verdict.Listed
 	}
-	fit := newFitCheck(req, draFit, pl.resources)
-	cycle := pl.table.Refresh(cycleState, nodes)
+	cycle := pl.table.RefreshFor(cycleState, pod, nodes)
 	rows := cycle.Rows
-	feasibleRows := pl.rowScratch[:0]
+	f := feasible{nodes: pl.feasibleScratch[:0], rows: pl.rowScratch[:0], shapes: cycle.Shapes}
+	defer func() { pl.feasibleScratch, pl.rowScratch = f.nodes[:0], f.rows[:0] }()
 	for j, ni := range nodes {
 		if listed != nil && !listed[j] {
 			// Outside DeviceFit's candidate list: never filtered.
@@ -254,77 +320,49 @@ func (pl *DevicePack) shortlist(ctx context.Context, cycleState fwk.CycleState, 
 			continue
 		}
 		if avoided {
-			// TaintToleration's Score would tell this node apart.
-			return nil
+			return feasible{}, false
 		}
-		if !imagesSeen && pl.profile.imageWeight > 0 && rows[j].Images && hasImage(ni, images) {
-			imagesSeen = true
+		if !f.imagesSeen && pl.profile.imageWeight > 0 && rows[j].Images && hasImage(ni, images) {
+			f.imagesSeen = true
 		}
-		feasible = append(feasible, ni)
-		feasibleRows = append(feasibleRows, &rows[j])
+		f.nodes = append(f.nodes, ni)
+		f.rows = append(f.rows, &rows[j])
 	}
-	pl.feasibleScratch, pl.rowScratch = feasible[:0], feasibleRows[:0]
-	if len(feasible) == 0 {
-		// No node fits: every plugin says why on every node.
-		return nil
-	}
-	known := pl.knownScratch[:0]
-	for _, r := range feasibleRows {
-		known = append(known, r.Devices)
-	}
-	pl.knownScratch = known[:0]
-	s, status := pl.prepare(ctx, cycleState, pod, feasible, known)
-	if !status.IsSuccess() {
-		// Nothing to pack for: the other plugins choose.
-		return nil
-	}
-	raw := pl.rawScratch[:0]
-	if s.cache == pl.table.Cache() {
-		// The rows' entries are of the cache the state's kinds index.
-		raw = pl.scoreShapes(s, feasibleRows, cycle.Shapes, raw)
-	} else {
-		for _, ni := range feasible {
-			raw = append(raw, pl.score(s, ni))
+	return f, true
+}
+
+// winners are the feasible nodes that can still win, of raw scores raw
+// (aligned with f.nodes); false when Filter would count a pod nominated
+// on one of them. A node can win when DevicePack's weighted shortfall
+// from the best is at most what ImageLocality can add (up to MaxNodeScore
+// times its weight, on a node holding the pod's images): every other
+// plugin scores all of them alike.
+func (pl *DevicePack) winners(sl *shortlistState, f feasible, raw []int64) (sets.Set[string], bool) {
+	if !f.imagesSeen {
+		// No slack: only MaxNodeScore wins, the first name's alone.
+		if len(pl.handle.NominatedPodsForNode(sl.first)) > 0 {
+			return nil, false
 		}
+		return sets.New(sl.first), true
 	}
-	pl.rawScratch = raw[:0]
-	s.lo, s.hi = raw[0], raw[0]
-	for _, v := range raw[1:] {
-		s.lo, s.hi = min(s.lo, v), max(s.hi, v)
-	}
-	for i, ni := range feasible {
-		if name := ni.Node().Name; raw[i] == s.hi && (s.first == "" || name < s.first) {
-			s.first = name
-		}
-	}
-	// A node can still win when DevicePack's weighted shortfall from the
-	// best is at most what ImageLocality can add (up to MaxNodeScore times
-	// its weight, on a node holding the pod's images): every other plugin
-	// scores all of them alike.
-	var slack int64
-	if imagesSeen {
-		slack = pl.profile.imageWeight * fwk.MaxNodeScore
-	}
+	slack := pl.profile.imageWeight * fwk.MaxNodeScore
 	names := sets.New[string]()
-	for i, ni := range feasible {
+	for i, ni := range f.nodes {
+		// normalized without the name is an upper bound of it: most nodes
+		// fail without their name being read.
+		if pl.profile.weight*(fwk.MaxNodeScore-normalized(raw[i], sl.lo, sl.hi)) > slack {
+			continue
+		}
 		name := ni.Node().Name
-		if pl.profile.weight*(fwk.MaxNodeScore-s.normalized(raw[i], name)) > slack {
+		if pl.profile.weight*(fwk.MaxNodeScore-sl.normalized(raw[i], name)) > slack {
 			continue
 		}
 		if len(pl.handle.NominatedPodsForNode(name)) > 0 {
-			// Filter would count the pods nominated there.
-			return nil
+			return nil, false
 		}
 		names.Insert(name)
 	}
-	if names.Len()*10 > len(nodes)*9 {
-		// Nearly every node: the list saves nothing.
-		return nil
-	}
-	s.listed = names.Len()
-	logger.V(5).Info("Shortlist", "pod", klog.KObj(pod), "listed", s.listed, "feasible", len(feasible))
-	cycleState.Write(preScoreStateKey, s)
-	return &fwk.PreFilterResult{NodeNames: names}
+	return names, true
 }
 
 // verdictEntry is the node j's entry for DeviceFit's verdict: the row's,
@@ -336,10 +374,29 @@ func verdictEntry(v *shared.Verdict, c *snapshot.Cycle, j int) *devices.NodeDevi
 	return nil
 }
 
+const shortlistStateKey fwk.StateKey = "PreFilter" + Name
+
+// shortlistState is what PreFilter's shortlist leaves for the cycle: the
+// pod's preScoreState, prepared over every feasible node, which PreScore
+// writes for Score; the number of nodes named; and the lowest and highest
+// raw scores over every feasible node, which NormalizeScore scales by
+// instead of the listed nodes' (normalized).
+type shortlistState struct {
+	state  *preScoreState
+	listed int
+	lo, hi int64
+	// first is the lowest-named feasible node with the best raw score
+	// (firstByName).
+	first string
+}
+
+// Clone implements fwk.StateData; the state is never modified.
+func (s *shortlistState) Clone() fwk.StateData { return s }
+
 // readShortlist returns the state PreFilter wrote with a shortlist, nil
 // when it named none.
-func readShortlist(cycleState fwk.CycleState) *preScoreState {
-	s := shared.ReadAs[*preScoreState](cycleState, preScoreStateKey)
+func readShortlist(cycleState fwk.CycleState) *shortlistState {
+	s := shared.ReadAs[*shortlistState](cycleState, shortlistStateKey)
 	if s == nil || s.listed == 0 {
 		return nil
 	}
@@ -543,7 +600,7 @@ func hasImage(ni fwk.NodeInfo, images []string) bool {
 // normalized is NormalizeScore's value for node name's raw score after a
 // shortlist: rescaled over every feasible node, the best raw score's
 // MaxNodeScore kept by the first name only (firstByName).
-func (s *preScoreState) normalized(raw int64, name string) int64 {
+func (s *shortlistState) normalized(raw int64, name string) int64 {
 	v := normalized(raw, s.lo, s.hi)
 	if v == fwk.MaxNodeScore && name != s.first {
 		v--

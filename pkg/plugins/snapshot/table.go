@@ -9,7 +9,9 @@
 // at 15,000 nodes DevicePack's PreFilter spent a fifth of its time in map
 // look-ups and string compares (docs/performance.md, "15,000 nodes").
 // A Table keeps those figures per node between cycles in one slice, and
-// reads a NodeInfo again only when its state moved (NodeState).
+// reads a NodeInfo again only when its state moved (NodeState); with them
+// the free devices per kind over the cluster (FreeByKind), which
+// DevicePack's scarcity weighs and which no plugin adds up per pod.
 package snapshot
 
 import (
@@ -106,8 +108,10 @@ func (c *Cycle) Cache() *devices.NodeCache { return c.table.cache }
 
 // FreeByKind returns the free devices (allocatable minus requested, per
 // node, never negative) of each kind of Kinds over all the cycle's nodes:
-// what scarcity weighs. The Table keeps the sums as rows move, instead of
-// adding up every node per pod; read-only.
+// what scarcity weighs (in a pod-group cycle, as the pod's first refresh
+// counted them: RefreshFor). The Table keeps the sums as rows move,
+// instead of adding up every node per pod; read-only, and possibly shorter
+// than Kinds.
 func (c *Cycle) FreeByKind() []int64 { return c.free }
 
 // Clone implements fwk.StateData: the marker that this cycle's refresh

@@ -1,13 +1,11 @@
 // Package shared holds what one devicefit plugin computes in a scheduling
-// cycle for another: DeviceFit's PreFilter walks every node of the
-// snapshot anyway, and DevicePack's PreScore, in the same cycle, needs the
-// free devices of every node (scarcity) and each node's devices. Reading
-// them from the cycle state spares DevicePack a second walk over the
-// cluster (docs/performance.md, "One walk for both plugins"). DeviceFit's
-// Filter verdict (Verdict) and the pod's own node rules (NodeRules) are
-// what DevicePack's shortlist reads to know the nodes the pod fits. Every
-// entry is written by one plugin and only read by the other, but Pod (the
-// pod's demand and requests), which the first of them to need it writes.
+// cycle that the other reads: DeviceFit's Filter verdict (Verdict) and the
+// pod's own node rules (NodeRules), which DevicePack's shortlist reads to
+// know the nodes the pod fits, and the pod's facts (Pod: its demand and
+// requests), which the first of them to need it writes. The nodes, their
+// devices and the free devices per kind are neither plugin's: both read
+// them from the node table (pkg/plugins/snapshot). Every entry is written
+// once, by one plugin, and only read by the other.
 package shared
 
 import (
@@ -18,32 +16,6 @@ import (
 
 	"github.com/devicefit/devicefit/pkg/devices"
 )
-
-// Key is the cycle state key of Nodes.
-const Key fwk.StateKey = "devicefit.io/nodes"
-
-// Nodes is what DeviceFit's PreFilter found over all nodes. In a pod-group
-// cycle it is the first placement's (DeviceFit keeps its state across the
-// placements), which the node table, refreshed per placement, is not.
-type Nodes struct {
-	// Cache is the node table's cache DeviceFit reads (pkg/plugins/snapshot),
-	// refreshed to every node this cycle; its kind table is what Free
-	// indexes.
-	Cache *devices.NodeCache
-	// Resources names the device resources Cache reads (ResourcesKey):
-	// only a plugin with the same ones may use it.
-	Resources string
-	// Free[k] is the free devices (allocatable minus requested, per node,
-	// never negative) of kind k over all nodes.
-	Free []int64
-}
-
-// Clone implements fwk.StateData; Nodes is never modified once written.
-func (n *Nodes) Clone() fwk.StateData { return n }
-
-// Read returns the cycle's Nodes, or nil when DeviceFit wrote none (not in
-// the profile, or it skipped the pod).
-func Read(cs fwk.CycleState) *Nodes { return ReadAs[*Nodes](cs, Key) }
 
 // ReadAs returns the cycle state's entry under key as a T, the zero T when
 // there is none (or no cycle state, or another type).
