@@ -168,10 +168,10 @@ func (pl *DevicePack) prepareDRA(v *dra.View, reqs []dra.Request, s *preScoreSta
 // cycleKinds gives the view's kinds ids in this cycle's kind table: the
 // node cache's id for a kind that node labels also describe (so both count
 // toward its scarcity), a new id past the cache's table for the rest. The
-// cache is DeviceFit's when PreScore reads DeviceFit's refresh
-// (shared.Nodes), so it is only read: the extended table is this cycle's
-// copy, never the cache's (Clip makes append copy instead of writing into
-// the spare capacity of the cache's array).
+// cache is the node table's (pkg/plugins/snapshot), which both plugins'
+// verdicts and rows index, so it is only read: the extended table is this
+// cycle's copy, never the cache's (Clip makes append copy instead of
+// writing into the spare capacity of the cache's array).
 func cycleKinds(cache *devices.NodeCache, table []devices.DeviceKind, v *dra.View) ([]devices.DeviceKind, []int) {
 	vk := v.Kinds()
 	out := make([]int, len(vk))

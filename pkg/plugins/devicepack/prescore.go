@@ -10,7 +10,6 @@ import (
 	"github.com/devicefit/devicefit/pkg/devices"
 	"github.com/devicefit/devicefit/pkg/dra"
 	"github.com/devicefit/devicefit/pkg/plugins/shared"
-	"github.com/devicefit/devicefit/pkg/plugins/snapshot"
 )
 
 const preScoreStateKey fwk.StateKey = "PreScore" + Name
@@ -95,7 +94,7 @@ func (pl *DevicePack) prepare(ctx context.Context, cycleState fwk.CycleState, po
 	}
 	pl.scratchMu.Lock()
 	defer pl.scratchMu.Unlock()
-	c, err := pl.tableFor(cycleState, pod, nodes)
+	table, free, err := pl.freeFor(cycleState, pod, nodes)
 	if err != nil {
 		return nil, fwk.AsStatus(fmt.Errorf("listing nodes: %w", err))
 	}
@@ -104,7 +103,6 @@ func (pl *DevicePack) prepare(ctx context.Context, cycleState fwk.CycleState, po
 	if entries == nil {
 		entries = pl.entriesOf(nodes)
 	}
-	table := c.Kinds
 	var kindMap []int
 	if claims.view != nil {
 		table, kindMap = cycleKinds(s.cache, table, claims.view)
@@ -117,7 +115,7 @@ func (pl *DevicePack) prepare(ctx context.Context, cycleState fwk.CycleState, po
 	// started. Without scarcity the counts only say which kinds have free
 	// devices at all (computeKinds): a kind with none on a candidate
 	// strands nothing there, whatever the rest of the cluster holds.
-	for k, n := range c.FreeByKind() {
+	for k, n := range free {
 		if k < len(s.kinds) {
 			s.kinds[k].free += n
 		}
@@ -187,23 +185,30 @@ func (pl *DevicePack) podState(ctx context.Context, cycleState fwk.CycleState, p
 	return s, podClaims{view: view, reqs: reqs}, nil
 }
 
-// tableFor is the node table's Cycle for the pod (snapshot): the one this
-// cycle's PreFilter refreshed (DeviceFit's, or the shortlist's), else one
-// refreshed now to every node of the snapshot, as in a pod-group cycle.
-func (pl *DevicePack) tableFor(cycleState fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*snapshot.Cycle, error) {
+// freeFor is the node table's kind table and free devices per kind over
+// the cluster, for the pod (pkg/plugins/snapshot): those of the Cycle this
+// cycle's PreFilter refreshed (DeviceFit's, or the shortlist's); in a
+// pod-group cycle, those the pod's first refresh counted; else those of a
+// refresh now, to every node of the snapshot.
+func (pl *DevicePack) freeFor(cycleState fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) ([]devices.DeviceKind, []int64, error) {
 	if c := pl.table.Current(cycleState); c != nil {
-		return c, nil
+		return c.Kinds, c.FreeByKind(), nil
+	}
+	if kinds, free, ok := pl.table.Pinned(cycleState, pod); ok {
+		return kinds, free, nil
 	}
 	all, err := pl.snapshotNodes(nodes)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return pl.table.RefreshFor(cycleState, pod, all), nil
+	c := pl.table.RefreshFor(cycleState, pod, all)
+	return c.Kinds, c.FreeByKind(), nil
 }
 
-// entriesOf are the nodes' entries in the node table's cache, which the
-// table has just brought up to every node; a node it lacks is read
-// directly, its devices without kind ids, as Score reads one.
+// entriesOf are the nodes' entries in the node table's cache, which a
+// refresh in this cycle (or, in a pod-group cycle, the pod's first) brought
+// up to every node; a node it lacks is read directly, its devices without
+// kind ids, as Score reads one.
 func (pl *DevicePack) entriesOf(nodes []fwk.NodeInfo) []*devices.NodeDevices {
 	cache := pl.table.Cache()
 	entries := pl.scratch[:0]

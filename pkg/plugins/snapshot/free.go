@@ -18,24 +18,60 @@ import (
 // index; a cache that started its kind table over counts anew.
 func (t *Table) RefreshFor(cs fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) *Cycle {
 	c := t.Refresh(cs, nodes)
-	if cs == nil || pod == nil || !cs.IsPodGroupSchedulingCycle() {
-		return c
-	}
-	group := cs.GetPodGroupSchedulingCycle()
+	group, key := t.pinKey(cs, pod)
 	if group == nil {
 		return c
 	}
-	key := fwk.StateKey(string(t.key) + "/free/" + string(pod.UID))
-	if d, err := group.Read(key); err == nil {
-		if p, ok := d.(*firstFree); ok && p.valid(c.Kinds) {
-			// A Cycle of its own: the Table's other readers keep theirs.
-			pinned := *c
-			pinned.free = p.free
-			return &pinned
-		}
+	if p := readPin(group, key); p != nil && p.valid(c.Kinds) {
+		// A Cycle of its own: the Table's other readers keep theirs.
+		pinned := *c
+		pinned.free = p.free
+		return &pinned
 	}
 	group.Write(key, &firstFree{kinds: c.Kinds, free: c.free})
 	return c
+}
+
+// Pinned returns, in a pod-group cycle, the cache's kind table and the
+// free devices per kind that the pod's first refresh in the cycle counted
+// (RefreshFor), without a refresh: a pod's later placements read the
+// node objects' entries (Cache.Lookup) and those counts, and walking every
+// node for each would cost a pod-group cycle a walk per pod and placement.
+// False outside a pod-group cycle, before the pod's first refresh, or when
+// the cache has started its kind table over since.
+func (t *Table) Pinned(cs fwk.CycleState, pod *v1.Pod) ([]devices.DeviceKind, []int64, bool) {
+	group, key := t.pinKey(cs, pod)
+	if group == nil {
+		return nil, nil, false
+	}
+	kinds := t.cache.Kinds()
+	p := readPin(group, key)
+	if p == nil || !p.valid(kinds) {
+		return nil, nil, false
+	}
+	return kinds, p.free, true
+}
+
+// pinKey is the pod-group cycle state and the key of the pod's counts in
+// it; nil outside a pod-group cycle.
+func (t *Table) pinKey(cs fwk.CycleState, pod *v1.Pod) (fwk.PodGroupCycleState, fwk.StateKey) {
+	if cs == nil || pod == nil || !cs.IsPodGroupSchedulingCycle() {
+		return nil, ""
+	}
+	group := cs.GetPodGroupSchedulingCycle()
+	if group == nil {
+		return nil, ""
+	}
+	return group, fwk.StateKey(string(t.key) + "/free/" + string(pod.UID))
+}
+
+func readPin(group fwk.PodGroupCycleState, key fwk.StateKey) *firstFree {
+	d, err := group.Read(key)
+	if err != nil {
+		return nil
+	}
+	p, _ := d.(*firstFree)
+	return p
 }
 
 // firstFree is a pod's free devices per kind at its first refresh in a

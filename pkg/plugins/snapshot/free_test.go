@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 )
@@ -19,15 +18,10 @@ func TestRefreshForKeepsThePodsFirstCount(t *testing.T) {
 	ni.SetNode(gpuNode("n"))
 	nodes := []fwk.NodeInfo{ni}
 	group := framework.NewCycleState()
-	inGroup := func() *framework.CycleState {
-		s := framework.NewCycleState()
-		s.SetPodGroupSchedulingCycle(group)
-		return s
-	}
-	member := func(uid string) *v1.Pod {
-		p := gpuPod(uid, "2")
-		p.UID = types.UID(uid)
-		return p
+	inGroup := func() fwk.CycleState {
+		cs := framework.NewCycleState()
+		cs.SetPodGroupSchedulingCycle(group)
+		return cs
 	}
 	free := func(c *Cycle) int64 {
 		var n int64
@@ -36,7 +30,7 @@ func TestRefreshForKeepsThePodsFirstCount(t *testing.T) {
 		}
 		return n
 	}
-	a, b := member("a"), member("b")
+	a, b := gpuPod("a", "2"), gpuPod("b", "2") // their UIDs are their names
 	if got := free(table.RefreshFor(inGroup(), a, nodes)); got != 8 {
 		t.Fatalf("a's first refresh: %d free, want 8", got)
 	}
@@ -59,5 +53,21 @@ func TestRefreshForKeepsThePodsFirstCount(t *testing.T) {
 	// The table's own Cycle, which other readers hold, still counts the pods.
 	if got := free(table.Refresh(nil, nodes)); got != 4 {
 		t.Errorf("the table's count: %d free, want 4", got)
+	}
+	// Pinned gives a's first count without a refresh; nothing for a pod
+	// not refreshed in the group, nor outside a pod-group cycle.
+	kinds, counts, ok := table.Pinned(inGroup(), a)
+	var sum int64
+	for _, n := range counts {
+		sum += n
+	}
+	if !ok || sum != 8 || len(kinds) < len(counts) {
+		t.Errorf("Pinned(a) = %d kinds, %v, %v; want a's first count, 8", len(kinds), counts, ok)
+	}
+	if _, _, ok := table.Pinned(inGroup(), gpuPod("c", "2")); ok {
+		t.Error("Pinned for a pod never refreshed in the group")
+	}
+	if _, _, ok := table.Pinned(framework.NewCycleState(), a); ok {
+		t.Error("Pinned outside a pod-group cycle")
 	}
 }
