@@ -44,15 +44,15 @@ type preScoreState struct {
 // pod instead of once per node.
 type kindInfo struct {
 	value int64
-	// accept is nil when no node has a free device of the kind (no node of
-	// the cluster with scarcity on, else no candidate): then nothing of it
-	// can be stranded (F = 0 before and after).
+	// accept is nil when no node has a free device of the kind (free is 0):
+	// then nothing of it can be stranded (F = 0 before and after).
 	accept []bool
 	// pressure: expected devices of product-constrained demand left without
 	// room per device of this kind a placement takes.
 	pressure float64
-	// free is the kind's free devices over the cluster (scarcity on) or
-	// over the candidates.
+	// free is the kind's free devices over the cluster (the node table's
+	// count); for DRA devices without scarcity, over the candidates
+	// (prepareDRA).
 	free int64
 	// candidate: some candidate node has devices of the kind.
 	candidate bool

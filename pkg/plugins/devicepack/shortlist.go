@@ -238,8 +238,8 @@ func (pl *DevicePack) shortlist(ctx context.Context, cycleState fwk.CycleState, 
 	}
 	names, ok := pl.winners(sl, f, raw)
 	if !ok || names.Len()*10 > len(nodes)*9 {
-		// A nominated pod on a winner, or nearly every node: the list
-		// saves nothing.
+		// A pod nominated to a winner (Filter would count it), or nearly
+		// every node listed (the list saves nothing).
 		return nil
 	}
 	sl.listed = names.Len()
