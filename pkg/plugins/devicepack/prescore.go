@@ -207,20 +207,24 @@ func (pl *DevicePack) freeFor(cycleState fwk.CycleState, pod *v1.Pod, nodes []fw
 
 // entriesOf are the nodes' entries in the node table's cache, which a
 // refresh in this cycle (or, in a pod-group cycle, the pod's first) brought
-// up to every node; a node it lacks is read directly, its devices without
-// kind ids, as Score reads one.
+// up to every node.
 func (pl *DevicePack) entriesOf(nodes []fwk.NodeInfo) []*devices.NodeDevices {
 	cache := pl.table.Cache()
 	entries := pl.scratch[:0]
 	for _, n := range nodes {
-		e := cache.Lookup(n.Node())
-		if e == nil {
-			e = devices.ReadNodeDevices(n.Node(), pl.resources)
-		}
-		entries = append(entries, e)
+		entries = append(entries, pl.entryOf(cache, n.Node()))
 	}
 	pl.scratch = entries
 	return entries
+}
+
+// entryOf is node's entry in cache; a node the cache lacks (one no refresh
+// saw) is read directly, allocating, its devices without kind ids.
+func (pl *DevicePack) entryOf(cache *devices.NodeCache, node *v1.Node) *devices.NodeDevices {
+	if e := cache.Lookup(node); e != nil {
+		return e
+	}
+	return devices.ReadNodeDevices(node, pl.resources)
 }
 
 // noteCandidates notes the kinds of the candidates' devices (entries, nil

@@ -26,12 +26,7 @@ func (pl *DevicePack) Score(_ context.Context, cycleState fwk.CycleState, _ *v1.
 
 func (pl *DevicePack) score(s *preScoreState, nodeInfo fwk.NodeInfo) int64 {
 	alloc, req := nodeInfo.GetAllocatable(), nodeInfo.GetRequested()
-	e := s.cache.Lookup(nodeInfo.Node())
-	if e == nil {
-		// Not a candidate PreScore saw (the framework scores only those):
-		// read it now, at the cost of allocating.
-		e = devices.ReadNodeDevices(nodeInfo.Node(), pl.resources)
-	}
+	e := pl.entryOf(s.cache, nodeInfo.Node())
 	return pl.scoreOn(s, nodeInfo.Node().Name, e, nil, req.GetScalarResources(),
 		alloc.GetMilliCPU()-req.GetMilliCPU(), alloc.GetMemory()-req.GetMemory())
 }
