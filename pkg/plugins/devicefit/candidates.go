@@ -3,7 +3,6 @@ package devicefit
 import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
-	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -198,18 +197,6 @@ const (
 	numExclusions = numMismatches + 3
 )
 
-type preemptor struct {
-	priority   int32
-	canPreempt bool
-}
-
-func newPreemptor(pod *v1.Pod) preemptor {
-	return preemptor{
-		priority:   corev1helpers.PodPriority(pod),
-		canPreempt: pod.Spec.PreemptionPolicy == nil || *pod.Spec.PreemptionPolicy != v1.PreemptNever,
-	}
-}
-
 // admits says whether the node may take the pod: DeviceFit's Filter passes,
 // the allocatable of each requested device resource covers the count, and
 // the free devices do too unless the node runs a pod of lower priority that
@@ -241,7 +228,7 @@ func (s *preFilterState) admits(j int, ni fwk.NodeInfo, e *devices.NodeDevices, 
 		}
 		return admitted_
 	}
-	var memo *podsMemo
+	row := &s.rows[j]
 	for i, r := range s.demand {
 		if s.draServedOn(ni, i) {
 			n := dn[i]
@@ -250,13 +237,8 @@ func (s *preFilterState) admits(j int, ni fwk.NodeInfo, e *devices.NodeDevices, 
 				return excludedRoom
 			case n.verdict != devices.Match:
 				return exclusion(n.verdict)
-			case n.free < r.Count:
-				if memo == nil {
-					memo = s.memoFor(j, ni, e)
-				}
-				if !p.mayPreempt(memo) {
-					return excludedRoom
-				}
+			case n.free < r.Count && !p.mayPreempt(row):
+				return excludedRoom
 			}
 			continue
 		}
@@ -275,10 +257,9 @@ func (s *preFilterState) admits(j int, ni fwk.NodeInfo, e *devices.NodeDevices, 
 		if d.Allocatable < r.Count {
 			return excludedRoom
 		}
-		if memo == nil {
-			memo = s.memoFor(j, ni, e)
-		}
-		if memo.free[x] < r.Count && !p.mayPreempt(memo) {
+		// The row's free count, unclamped: the comparison is the request
+		// map's.
+		if d.Allocatable-row.Used[x] < r.Count && !p.mayPreempt(row) {
 			return excludedRoom
 		}
 	}

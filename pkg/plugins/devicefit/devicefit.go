@@ -77,9 +77,6 @@ type DeviceFit struct {
 	// lists keeps candidate lists between cycles, by pod shape (lists.go);
 	// under scratchMu.
 	lists map[string]*nameList
-	// memos keeps what PreFilter read of each node's pods, by position in
-	// the cycle's nodes (podsmemo.go); under scratchMu.
-	memos []podsMemo
 	// nodes reads the product of a bound pod's node in PostBind; nil when the
 	// framework has no informer factory (some tests, embedders).
 	nodes corelisters.NodeLister

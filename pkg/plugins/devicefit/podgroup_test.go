@@ -18,9 +18,10 @@ import (
 // assumes the group's pods in the snapshot, and forgets them before the
 // next placement. Snapshot.AssumePod and ForgetPod change a node info's
 // pods and requests but restore its Generation, so nothing keyed on the
-// generation alone may survive them: the candidate list (podsMemo) and the
-// node table's free devices per kind (snapshot.Cycle.FreeByKind, which
-// DevicePack weighs) must follow the pods.
+// generation alone may survive them: the candidate list (from the node
+// table's rows: free devices, lowest pod priority) and the free devices
+// per kind (snapshot.Cycle.FreeByKind, which DevicePack weighs) must
+// follow the pods.
 func TestPreFilterAcrossPlacements(t *testing.T) {
 	logger, ctx := ktesting.NewTestContext(t)
 	pl := newPlugin(t, defaultArgs(), nil)

@@ -65,7 +65,7 @@ func (pl *DeviceFit) PreFilter(ctx context.Context, cycleState fwk.CycleState, p
 	}
 	pl.writeState(cycleState, s, listed)
 	// Filter must not use the entries: the next cycle reuses the slice.
-	s.entries, s.admitted, s.view, s.picks, s.memos = nil, nil, nil, nil, nil
+	s.entries, s.rows, s.admitted, s.view, s.picks = nil, nil, nil, nil, nil
 	if group != nil && len(s.demand) > 0 && s.dra == nil {
 		group.Write(groupStateKey(pod), s)
 	}
@@ -132,17 +132,7 @@ func groupState(group fwk.PodGroupCycleState, pod *v1.Pod) *preFilterState {
 // entries (the table's slice).
 func (pl *DeviceFit) refresh(cs fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo, s *preFilterState) {
 	c := pl.table.RefreshFor(cs, pod, nodes)
-	s.kinds, s.entries = c.Kinds, c.Entries
-}
-
-// podsMemos returns the plugin's podsMemo per position for n nodes,
-// kept from cycle to cycle (podsmemo.go).
-func (pl *DeviceFit) podsMemos(n int) []podsMemo {
-	if len(pl.memos) != n {
-		// Nodes came or went: positions no longer line up, start over.
-		pl.memos = make([]podsMemo, n)
-	}
-	return pl.memos
+	s.kinds, s.entries, s.rows = c.Kinds, c.Entries, c.Rows
 }
 
 // computeState builds the pod's preFilterState, or the status that rejects
@@ -164,7 +154,6 @@ func (pl *DeviceFit) computeState(ctx context.Context, cs fwk.CycleState, pod *v
 			}
 			s.view = view
 			pl.refresh(cs, pod, nodes, s)
-			s.memos = pl.podsMemos(len(nodes))
 			s.scan(pod, nodes, nil)
 			return s, nil, ""
 		}
@@ -206,7 +195,6 @@ func (pl *DeviceFit) computeState(ctx context.Context, cs fwk.CycleState, pod *v
 		s.verdicts[i] = v
 	}
 	// One walk over the nodes gathers what checkOffers and candidates need.
-	s.memos = pl.podsMemos(len(nodes))
 	rules := shared.NewNodeRules(klog.FromContext(ctx), pod, pl.taintComparisonOperators)
 	s.scan(pod, nodes, &rules)
 	for i := range demand {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/devicefit/devicefit/pkg/devices"
 	"github.com/devicefit/devicefit/pkg/dra"
+	"github.com/devicefit/devicefit/pkg/plugins/snapshot"
 )
 
 const preFilterStateKey fwk.StateKey = "PreFilter" + Name
@@ -30,19 +31,18 @@ type preFilterState struct {
 	// is its kind table then (the index of verdicts[i]).
 	cache *devices.NodeCache
 	kinds []devices.DeviceKind
-	// entries are the cache entries of PreFilter's nodes, in their order;
-	// PreFilter only (nil afterwards).
+	// entries and rows are the node table's entries and rows of
+	// PreFilter's nodes, in their order; PreFilter only (nil afterwards).
 	entries []*devices.NodeDevices
+	rows    []snapshot.Row
 	// What PreFilter's walk over the nodes found (scan): the offers per
 	// request, the nodes admitted (aligned with the nodes), their number,
 	// and how many were left out for each exclusion.
 	offers   []offer
 	admitted []bool
 	// found[i] is the index of demand[i] in the entry of the node scan is
-	// at (-1: none), for admits; memos is the plugin's podsMemo per
-	// position (PreFilter only, nil afterwards).
+	// at (-1: none), for admits.
 	found       []int
-	memos       []podsMemo
 	numAdmitted int
 	left        [numExclusions]int
 	// listed is the PreFilterResult's node names when candidates returned

@@ -17,10 +17,12 @@ package snapshot
 import (
 	"fmt"
 	"iter"
+	"math"
 	"slices"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/devicefit/devicefit/pkg/devices"
@@ -40,6 +42,11 @@ type Row struct {
 	// when the node is overcommitted); Pods is the room for more pods.
 	MilliCPU, Memory, Storage int64
 	Pods                      int64
+	// MinPriority is the lowest priority of the node's pods, MaxInt32 for
+	// none: whether preemption could free anything there (DeviceFit's
+	// candidate list). A pod's priority is immutable, so it moves only
+	// with the pods, which the row's NodeState follows.
+	MinPriority int32
 	// Images: the node reports images (ImageLocality may score it); they
 	// come with the node object, so they move only with Devices.
 	Images bool
@@ -232,6 +239,7 @@ func (r *Row) moved(ni fwk.NodeInfo, key NodeState, e *devices.NodeDevices) (Nod
 func (r *Row) read(ni fwk.NodeInfo, key NodeState, e *devices.NodeDevices) {
 	r.Info, r.key, r.entryID, r.Devices = ni, key, entryID(e), e
 	r.Used, r.Free = r.Used[:0], r.Free[:0]
+	r.MinPriority = math.MaxInt32
 	if ni == nil || ni.Node() == nil {
 		r.MilliCPU, r.Memory, r.Storage, r.Pods, r.Images = 0, 0, 0, 0, false
 		return
@@ -240,7 +248,11 @@ func (r *Row) read(ni fwk.NodeInfo, key NodeState, e *devices.NodeDevices) {
 	r.MilliCPU = alloc.GetMilliCPU() - req.GetMilliCPU()
 	r.Memory = alloc.GetMemory() - req.GetMemory()
 	r.Storage = alloc.GetEphemeralStorage() - req.GetEphemeralStorage()
-	r.Pods = int64(alloc.GetAllowedPodNumber()) - int64(len(ni.GetPods()))
+	pods := ni.GetPods()
+	r.Pods = int64(alloc.GetAllowedPodNumber()) - int64(len(pods))
+	for _, pi := range pods {
+		r.MinPriority = min(r.MinPriority, corev1helpers.PodPriority(pi.GetPod()))
+	}
 	r.Images = len(ni.GetImageStates()) > 0
 	if e == nil {
 		return

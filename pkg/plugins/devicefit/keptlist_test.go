@@ -14,15 +14,16 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 )
 
-// TestPodsMemoKeptBetweenCycles: what PreFilter remembers of each node's
-// pods (podsmemo.go) never makes its list differ from that of a plugin
+// TestListKeptBetweenCycles: what PreFilter keeps between cycles (the
+// node table's rows, with the lowest priority of each node's pods, and the
+// kept candidate lists) never makes its list differ from that of a plugin
 // that reads every node afresh, whatever happened to the pods in between,
 // including the snapshot's AssumePod/ForgetPod, which change a node's pods
 // but keep its generation. The pod asks for 4 GPUs at priority 10; the
 // nodes have 4, so a node with a pod is in the list only when a pod there
 // has a lower priority. Each step runs on the fleet the previous ones
 // left.
-func TestPodsMemoKeptBetweenCycles(t *testing.T) {
+func TestListKeptBetweenCycles(t *testing.T) {
 	fleet := make([]fwk.NodeInfo, 12)
 	for i := range fleet {
 		fleet[i] = nodeInfo(gpuNode(fmt.Sprint("n", i), "NVIDIA-L4", "4", nil))
@@ -106,7 +107,7 @@ func TestPodsMemoKeptBetweenCycles(t *testing.T) {
 			t.Fatalf("%s: no list; the fleet must make one", step.name)
 		}
 		if diff := cmp.Diff(names(want), names(got)); diff != "" {
-			t.Errorf("%s: list with memos (-fresh +kept):\n%s", step.name, diff)
+			t.Errorf("%s: kept list (-fresh +kept):\n%s", step.name, diff)
 		}
 	}
 }
