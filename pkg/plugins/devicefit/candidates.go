@@ -57,7 +57,10 @@ func (pl *DeviceFit) candidates(logger klog.Logger, s *preFilterState, pod *v1.P
 	if c := left[excludedDeviceNode]; c > 0 {
 		pl.deviceNodeRejections.Add(float64(c))
 	}
-	names := pl.listNames(listKey(s, pod, newPreemptor(pod)), nodes, s.entries, admitted)
+	names := s.keptNames
+	if names == nil {
+		names = pl.listNames(listKey(s, pod, newPreemptor(pod)), nodes, s.entries, admitted)
+	}
 	s.listed = names
 	return upstream.KeptResult(names)
 }

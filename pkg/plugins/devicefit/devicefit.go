@@ -77,6 +77,12 @@ type DeviceFit struct {
 	// lists keeps candidate lists between cycles, by pod shape (lists.go);
 	// under scratchMu.
 	lists map[string]*nameList
+	// scans keeps scan's results between cycles, by pod shape and node
+	// rules (keptscan.go); under scratchMu.
+	scans map[string]*keptScan
+	// scanInFull walks every node for every pod (scan), as the reference
+	// tests hold the kept scan to.
+	scanInFull bool
 	// nodes reads the product of a bound pod's node in PostBind; nil when the
 	// framework has no informer factory (some tests, embedders).
 	nodes corelisters.NodeLister
@@ -113,6 +119,7 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 		cache:                    table.Cache(),
 		releaseTable:             releaseTable,
 		lists:                    map[string]*nameList{},
+		scans:                    map[string]*keptScan{},
 		dra:                      tracker,
 		releaseDRA:               release,
 		resourcesKey:             key,

@@ -3,6 +3,7 @@ package devicefit
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2/ktesting"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -74,4 +75,36 @@ func nodeInfos(nodes ...*v1.Node) []fwk.NodeInfo {
 func gpuPod(n string, annotations map[string]string) *v1.Pod {
 	return st.MakePod().Name("p").Namespace("ns").Annotations(annotations).
 		Res(map[v1.ResourceName]string{v1.ResourceCPU: "1", gpu: n}).Obj()
+}
+
+// fullScanPlugin is a plugin that walks every node for every pod, keeping
+// nothing of the walk between cycles: the reference for kept results.
+func fullScanPlugin(t *testing.T) *DeviceFit {
+	pl := newPluginOrDefault(t, nil)
+	pl.scanInFull = true
+	return pl
+}
+
+// sameScan fails the test when the scan of the kept plugin's cycle state
+// got differs from the reference's (want): the offers, the verdict counts
+// and the number admitted, which checkOffers, the rejection metrics and
+// candidates read.
+func sameScan(t *testing.T, step string, want, got fwk.CycleState) {
+	t.Helper()
+	w, err := getPreFilterState(want)
+	if err != nil {
+		t.Fatalf("%s: reference: %v", step, err)
+	}
+	g, err := getPreFilterState(got)
+	if err != nil {
+		t.Fatalf("%s: kept: %v", step, err)
+	}
+	type scanned struct {
+		Offers      []offer
+		Left        [numExclusions]int
+		NumAdmitted int
+	}
+	if diff := cmp.Diff(scanned{w.offers, w.left, w.numAdmitted}, scanned{g.offers, g.left, g.numAdmitted}, cmp.AllowUnexported(offer{})); diff != "" {
+		t.Errorf("%s: kept scan (-reference +kept):\n%s", step, diff)
+	}
 }

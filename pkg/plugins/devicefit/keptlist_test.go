@@ -94,12 +94,13 @@ func TestListKeptBetweenCycles(t *testing.T) {
 		if step.change != nil {
 			step.change(nodes)
 		}
-		fresh := newPluginOrDefault(t, nil)
-		want, status := fresh.PreFilter(ctx, framework.NewCycleState(), pod, nodes)
+		fresh := fullScanPlugin(t)
+		wantState, gotState := framework.NewCycleState(), framework.NewCycleState()
+		want, status := fresh.PreFilter(ctx, wantState, pod, nodes)
 		if !status.IsSuccess() {
 			t.Fatalf("%s: fresh PreFilter: %v", step.name, status)
 		}
-		got, status := kept.PreFilter(ctx, framework.NewCycleState(), pod, nodes)
+		got, status := kept.PreFilter(ctx, gotState, pod, nodes)
 		if !status.IsSuccess() {
 			t.Fatalf("%s: PreFilter: %v", step.name, status)
 		}
@@ -109,6 +110,7 @@ func TestListKeptBetweenCycles(t *testing.T) {
 		if diff := cmp.Diff(names(want), names(got)); diff != "" {
 			t.Errorf("%s: kept list (-fresh +kept):\n%s", step.name, diff)
 		}
+		sameScan(t, step.name, wantState, gotState)
 	}
 }
 

@@ -16,11 +16,14 @@ import (
 )
 
 // TestListsKeptBetweenCycles: the candidate list kept from an earlier cycle
-// (lists.go), brought up to date by position, names exactly what a plugin
+// (keptscan.go), brought up to date by position, names exactly what a plugin
 // that never saw the earlier cycles names, whatever changed in between:
 // nodes filled and freed, node objects replaced, the node list reordered,
-// nodes removed and added, other pod shapes in between. Each step runs on
-// the fleet the previous steps left.
+// nodes removed and added, other pod shapes and node rules in between.
+// The reference walks every node for every pod (scan); the kept plugin
+// redoes the rows the node table read since (keptscan.go), and the two
+// must agree on the offers and verdict counts too. Each step runs on the
+// fleet the previous steps left.
 func TestListsKeptBetweenCycles(t *testing.T) {
 	products := []string{"NVIDIA-H100-80GB-HBM3", "NVIDIA-L4", "NVIDIA-L40S"}
 	fleet := make([]fwk.NodeInfo, 30)
@@ -29,6 +32,10 @@ func TestListsKeptBetweenCycles(t *testing.T) {
 	}
 	l4 := gpuPod("2", map[string]string{devices.AnnotationProducts: "NVIDIA-L4"})
 	h100 := gpuPod("2", map[string]string{devices.AnnotationProducts: "NVIDIA-H100-80GB-HBM3"})
+	// pooled: the L4 shape with node rules of its own (offers count the
+	// nodes they admit apart).
+	pooled := gpuPod("2", map[string]string{devices.AnnotationProducts: "NVIDIA-L4"})
+	pooled.Spec.NodeSelector = map[string]string{"pool": "a"}
 	fill := func(at ...int) func([]fwk.NodeInfo) []fwk.NodeInfo {
 		return func(nodes []fwk.NodeInfo) []fwk.NodeInfo {
 			for _, j := range at {
@@ -57,6 +64,14 @@ func TestListsKeptBetweenCycles(t *testing.T) {
 		}},
 		{name: "a node object replaced: relabelled onto the list", pod: l4, change: func(nodes []fwk.NodeInfo) []fwk.NodeInfo {
 			nodes[11] = nodeInfo(gpuNode("n11", "NVIDIA-L4", "4", nil))
+			return nodes
+		}},
+		{name: "node rules of its own: one small L4 node in the pool", pod: pooled, change: func(nodes []fwk.NodeInfo) []fwk.NodeInfo {
+			nodes[7] = nodeInfo(gpuNode("n7", "NVIDIA-L4", "2", map[string]string{"pool": "a"}))
+			return nodes
+		}},
+		{name: "node rules of its own: an H100 node joins the pool", pod: pooled, change: func(nodes []fwk.NodeInfo) []fwk.NodeInfo {
+			nodes[0] = nodeInfo(gpuNode("n0", "NVIDIA-H100-80GB-HBM3", "8", map[string]string{"pool": "a"}))
 			return nodes
 		}},
 		{name: "the list reordered: other nodes at the admitted positions", pod: l4, change: func(nodes []fwk.NodeInfo) []fwk.NodeInfo {
@@ -89,20 +104,22 @@ func TestListsKeptBetweenCycles(t *testing.T) {
 		if step.change != nil {
 			nodes = step.change(nodes)
 		}
-		fresh := newPluginOrDefault(t, nil)
-		want, status := fresh.PreFilter(ctx, framework.NewCycleState(), step.pod, nodes)
+		fresh := fullScanPlugin(t)
+		wantState, gotState := framework.NewCycleState(), framework.NewCycleState()
+		want, status := fresh.PreFilter(ctx, wantState, step.pod, nodes)
 		if !status.IsSuccess() || want.AllNodes() {
 			t.Fatalf("%s: fresh PreFilter: %v, %v (the fleet must make a list)", step.name, status, want)
 		}
-		got, status := kept.PreFilter(ctx, framework.NewCycleState(), step.pod, nodes)
+		got, status := kept.PreFilter(ctx, gotState, step.pod, nodes)
 		if !status.IsSuccess() || got.AllNodes() {
 			t.Fatalf("%s: PreFilter: %v, %v", step.name, status, got)
 		}
 		if diff := cmp.Diff(sets.List(want.NodeNames), sets.List(got.NodeNames)); diff != "" {
 			t.Errorf("%s: kept list (-fresh +kept):\n%s", step.name, diff)
 		}
+		sameScan(t, step.name, wantState, gotState)
 	}
-	if len(kept.lists) != 2 {
-		t.Errorf("kept %d lists, want one per shape (2)", len(kept.lists))
+	if len(kept.scans) != 3 {
+		t.Errorf("kept %d scans, want one per shape and node rules (3)", len(kept.scans))
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/devicefit/devicefit/pkg/devices"
 	"github.com/devicefit/devicefit/pkg/metrics"
 	"github.com/devicefit/devicefit/pkg/plugins/shared"
+	"github.com/devicefit/devicefit/pkg/plugins/snapshot"
 )
 
 // PreFilter validates the pod's device requests and selector once per cycle,
@@ -130,9 +131,10 @@ func groupState(group fwk.PodGroupCycleState, pod *v1.Pod) *preFilterState {
 // refresh brings the node table up to the cycle's nodes (the table's
 // Cycle for pod) and gives the state its cache's kind table and the nodes'
 // entries (the table's slice).
-func (pl *DeviceFit) refresh(cs fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo, s *preFilterState) {
+func (pl *DeviceFit) refresh(cs fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo, s *preFilterState) *snapshot.Cycle {
 	c := pl.table.RefreshFor(cs, pod, nodes)
 	s.kinds, s.entries, s.rows = c.Kinds, c.Entries, c.Rows
+	return c
 }
 
 // computeState builds the pod's preFilterState, or the status that rejects
@@ -169,7 +171,7 @@ func (pl *DeviceFit) computeState(ctx context.Context, cs fwk.CycleState, pod *v
 		labels:   make([]devices.DeviceLabels, len(demand)),
 		verdicts: make([][]devices.Mismatch, len(demand)),
 	}
-	pl.refresh(cs, pod, nodes, s)
+	cycle := pl.refresh(cs, pod, nodes, s)
 	s.dra, s.view, err = pl.draServed(ctx, cs, demand)
 	if err != nil {
 		return nil, fwk.AsStatus(err), ""
@@ -194,9 +196,16 @@ func (pl *DeviceFit) computeState(ctx context.Context, cs fwk.CycleState, pod *v
 		}
 		s.verdicts[i] = v
 	}
-	// One walk over the nodes gathers what checkOffers and candidates need.
+	// One walk over the nodes gathers what checkOffers and candidates need:
+	// over the rows that moved since the last pod of the same shape, when
+	// no request is DRA-served (keptscan.go).
 	rules := shared.NewNodeRules(klog.FromContext(ctx), pod, pl.taintComparisonOperators)
-	s.scan(pod, nodes, &rules)
+	if s.dra == nil && !pl.scanInFull {
+		p := newPreemptor(pod)
+		pl.scanKept(s, cycle, keptScanKey(listKey(s, pod, p), &rules), nodes, &rules, p)
+	} else {
+		s.scan(pod, nodes, &rules)
+	}
 	for i := range demand {
 		if status, reason := s.checkOffers(i); status != nil {
 			return nil, status, reason

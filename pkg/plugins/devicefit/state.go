@@ -49,6 +49,9 @@ type preFilterState struct {
 	// one (nil for all nodes); PostFilter reads it, in the same cycle: the
 	// set is a kept list (lists.go), which the next cycle changes.
 	listed sets.Set[string]
+	// keptNames are the admitted nodes' names when the kept scan found
+	// them (keptscan.go): candidates lists them.
+	keptNames sets.Set[string]
 	// quiet: Filter runs only to give reasons (PostFilter, on a copy of the
 	// state) and counts no rejections, which candidates counted already.
 	quiet bool

@@ -79,6 +79,8 @@ type Table struct {
 	// states are the node infos' states as the refresh found them
 	// (objectsAndStates), aligned with its nodes.
 	states []NodeState
+	// log is the rows read since a point (moves.go).
+	log moveLog
 }
 
 // NewTable returns an empty table of the device resources in set.
@@ -106,6 +108,8 @@ type Cycle struct {
 	n      int
 	// free is FreeByKind's, the Table's as of this refresh.
 	free []int64
+	// log is the Table's as of this refresh (Moved).
+	log moveLog
 	// table is the Table the Cycle is of; lastKey and lastMemo the rule
 	// memo Judge last used (rules.go).
 	table    *Table
@@ -152,6 +156,10 @@ func (t *Table) Refresh(cs fwk.CycleState, nodes []fwk.NodeInfo) *Cycle {
 	// The kind table only grows, but for a cache that started over (too
 	// many kinds): its kinds are numbered anew, and the sums with them.
 	recount := len(kinds) < len(t.free)
+	if recount || len(nodes) != len(t.rows) {
+		// Positions no longer line up, or the kinds are numbered anew.
+		t.log.restart()
+	}
 	kept := len(t.free)
 	if recount {
 		kept = 0
@@ -176,6 +184,7 @@ func (t *Table) Refresh(cs fwk.CycleState, nodes []fwk.NodeInfo) *Cycle {
 		if key, moved := r.moved(ni, t.states[j], entries[j]); moved {
 			t.count(r, -1, recount)
 			r.read(ni, key, entries[j])
+			t.log.add(j, len(nodes))
 			t.count(r, 1, false)
 			t.intern(r)
 		} else {
@@ -187,7 +196,7 @@ func (t *Table) Refresh(cs fwk.CycleState, nodes []fwk.NodeInfo) *Cycle {
 			}
 		}
 	}
-	c := &Cycle{Kinds: kinds, Entries: entries, Rows: t.rows, Shapes: len(t.shapes), n: len(nodes), table: t, free: slices.Clone(t.free)}
+	c := &Cycle{Kinds: kinds, Entries: entries, Rows: t.rows, Shapes: len(t.shapes), n: len(nodes), table: t, free: slices.Clone(t.free), log: t.log}
 	if len(nodes) > 0 {
 		c.nodes = &nodes[0]
 	}
