@@ -168,7 +168,7 @@ func (pl *DeviceFit) scanKept(s *preFilterState, c *snapshot.Cycle, key string, 
 	for i := range s.offers {
 		s.offers[i] = k.offers[i].offer()
 	}
-	s.keptNames = k.names
+	s.keptNames, s.keptKey = k.names, key
 }
 
 // redoRow computes row j's offers and verdict, as scan does.

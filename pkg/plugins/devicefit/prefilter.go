@@ -84,7 +84,7 @@ func (pl *DeviceFit) writeState(cycleState fwk.CycleState, s *preFilterState, li
 		}
 		r, _ := s.rejectCached(pl, ni, e)
 		return r == rejectNone
-	}, Cache: s.cache, Listed: listed, DRAView: s.dra != nil})
+	}, Cache: s.cache, Listed: listed, Class: s.keptKey, DRAView: s.dra != nil})
 }
 
 // podGroupCycle is the cycle's PodGroupCycleState, nil outside a pod-group

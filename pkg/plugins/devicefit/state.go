@@ -52,6 +52,9 @@ type preFilterState struct {
 	// keptNames are the admitted nodes' names when the kept scan found
 	// them (keptscan.go): candidates lists them.
 	keptNames sets.Set[string]
+	// keptKey is the kept scan's key (its pod shape and node rules), empty
+	// when PreFilter walked every node: the Verdict's Class.
+	keptKey string
 	// quiet: Filter runs only to give reasons (PostFilter, on a copy of the
 	// state) and counts no rejections, which candidates counted already.
 	quiet bool

@@ -92,6 +92,10 @@ type DevicePack struct {
 	feasibleScratch []fwk.NodeInfo
 	rowScratch      []*snapshot.Row
 	knownScratch    []*devices.NodeDevices
+	// kept are the shortlist's walks kept between cycles, by pod class
+	// (keptshortlist.go), under keptMu.
+	keptMu sync.Mutex
+	kept   map[string]*keptFeasible
 	// shapeScores[id] is the raw score of row shape id in the cycle whose
 	// shapeStamp shapeStamps[id] holds (scoreShapes).
 	shapeScores              []int64

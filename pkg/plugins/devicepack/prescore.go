@@ -85,9 +85,10 @@ func (pl *DevicePack) PreScore(ctx context.Context, cycleState fwk.CycleState, p
 }
 
 // prepare computes the pod's preScoreState over nodes, the nodes it will be
-// scored on; Skip when there is nothing to pack for. known, when not nil,
-// are the nodes' entries in the node table (the shortlist's walk).
-func (pl *DevicePack) prepare(ctx context.Context, cycleState fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo, known []*devices.NodeDevices) (*preScoreState, *fwk.Status) {
+// scored on; Skip when there is nothing to pack for. note, when not nil,
+// notes the nodes' device kinds as the candidates' (noteCandidates) from
+// what the shortlist's walk found of them.
+func (pl *DevicePack) prepare(ctx context.Context, cycleState fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo, note func(*preScoreState) bool) (*preScoreState, *fwk.Status) {
 	s, claims, status := pl.podState(ctx, cycleState, pod)
 	if s == nil {
 		return nil, status
@@ -99,16 +100,16 @@ func (pl *DevicePack) prepare(ctx context.Context, cycleState fwk.CycleState, po
 		return nil, fwk.AsStatus(fmt.Errorf("listing nodes: %w", err))
 	}
 	s.cache = pl.table.Cache()
-	entries := known
-	if entries == nil {
-		entries = pl.entriesOf(nodes)
+	if note == nil {
+		entries := pl.entriesOf(nodes)
+		note = func(s *preScoreState) bool { return pl.noteCandidates(s, entries) }
 	}
 	var kindMap []int
 	if claims.view != nil {
 		table, kindMap = cycleKinds(s.cache, table, claims.view)
 	}
 	s.kinds = make([]kindInfo, len(table))
-	withDevices := pl.noteCandidates(s, entries)
+	withDevices := note(s)
 	// Scarcity weighs the free devices of the whole cluster, not of the
 	// candidates: the percentageOfNodesToScore sample (and PreFilter's
 	// list) would make it an estimate that changes with where the search

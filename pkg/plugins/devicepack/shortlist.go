@@ -205,7 +205,11 @@ func (pl *DevicePack) shortlist(ctx context.Context, cycleState fwk.CycleState, 
 		return nil
 	}
 	logger := klog.FromContext(ctx)
-	f, ok := pl.feasibleRows(logger, cycleState, pod, nodes, fit)
+	rj := pl.newRowJudge(logger, cycleState, pod, nodes, fit)
+	if res, done := pl.shortlistKept(ctx, cycleState, pod, rj); done {
+		return res
+	}
+	f, ok := pl.feasibleRows(rj, nodes)
 	if !ok || len(f.nodes) == 0 {
 		// No node fits, every plugin then says why on every node; or
 		// TaintToleration's Score tells nodes apart.
@@ -216,7 +220,7 @@ func (pl *DevicePack) shortlist(ctx context.Context, cycleState fwk.CycleState, 
 		known = append(known, r.Devices)
 	}
 	pl.knownScratch = known[:0]
-	s, status := pl.prepare(ctx, cycleState, pod, f.nodes, known)
+	s, status := pl.prepare(ctx, cycleState, pod, f.nodes, func(s *preScoreState) bool { return pl.noteCandidates(s, known) })
 	if !status.IsSuccess() {
 		// Nothing to pack for: the other plugins choose.
 		return nil
@@ -295,40 +299,70 @@ type feasible struct {
 // feasibleRows walks the node table for the nodes the pod fits; false when
 // one of them has a PreferNoSchedule taint the pod does not tolerate
 // (TaintToleration's Score would tell it apart).
-func (pl *DevicePack) feasibleRows(logger klog.Logger, cycleState fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo, fit fitCheck) (feasible, bool) {
-	verdict := shared.ReadVerdict(cycleState)
-	rules := shared.NewNodeRules(logger, pod, pl.taintComparisonOperators)
-	images := podImages(pod)
-	var listed []bool
-	if verdict != nil && len(verdict.Listed) == len(nodes) {
-		listed = verdict.Listed
-	}
-	cycle := pl.table.RefreshFor(cycleState, pod, nodes)
-	rows := cycle.Rows
-	f := feasible{nodes: pl.feasibleScratch[:0], rows: pl.rowScratch[:0], shapes: cycle.Shapes}
+func (pl *DevicePack) feasibleRows(rj *rowJudge, nodes []fwk.NodeInfo) (feasible, bool) {
+	f := feasible{nodes: pl.feasibleScratch[:0], rows: pl.rowScratch[:0], shapes: rj.cycle.Shapes}
 	defer func() { pl.feasibleScratch, pl.rowScratch = f.nodes[:0], f.rows[:0] }()
 	for j, ni := range nodes {
-		if listed != nil && !listed[j] {
-			// Outside DeviceFit's candidate list: never filtered.
+		v := rj.judge(j)
+		if !v.feasible {
 			continue
 		}
-		if rows[j].Devices == nil || !fit.fits(&rows[j]) {
-			continue
-		}
-		admit, avoided := cycle.Judge(&rules, j)
-		if !admit || verdict != nil && !verdict.Admits(ni, verdictEntry(verdict, cycle, j)) {
-			continue
-		}
-		if avoided {
+		if v.avoided {
 			return feasible{}, false
 		}
-		if !f.imagesSeen && pl.profile.imageWeight > 0 && rows[j].Images && hasImage(ni, images) {
-			f.imagesSeen = true
-		}
+		f.imagesSeen = f.imagesSeen || v.images
 		f.nodes = append(f.nodes, ni)
-		f.rows = append(f.rows, &rows[j])
+		f.rows = append(f.rows, &rj.cycle.Rows[j])
 	}
 	return f, true
+}
+
+// rowJudge judges the cycle's rows for one pod: whether the profile's
+// Filter plugins pass the node (feasible), whether TaintToleration's Score
+// would tell it apart (avoided), and whether ImageLocality, scoring, would
+// find one of the pod's images there.
+type rowJudge struct {
+	nodes   []fwk.NodeInfo
+	cycle   *snapshot.Cycle
+	verdict *shared.Verdict
+	rules   shared.NodeRules
+	fit     fitCheck
+	images  []string
+	// listed is DeviceFit's list, aligned with nodes (nil: all).
+	listed []bool
+}
+
+func (pl *DevicePack) newRowJudge(logger klog.Logger, cycleState fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo, fit fitCheck) *rowJudge {
+	rj := &rowJudge{
+		nodes:   nodes,
+		verdict: shared.ReadVerdict(cycleState),
+		rules:   shared.NewNodeRules(logger, pod, pl.taintComparisonOperators),
+		fit:     fit,
+		images:  pl.podImagesIfScored(pod),
+		cycle:   pl.table.RefreshFor(cycleState, pod, nodes),
+	}
+	if rj.verdict != nil && len(rj.verdict.Listed) == len(nodes) {
+		rj.listed = rj.verdict.Listed
+	}
+	return rj
+}
+
+// judge is the verdict on row j.
+func (rj *rowJudge) judge(j int) rowVerdict {
+	r := &rj.cycle.Rows[j]
+	if rj.listed != nil && !rj.listed[j] {
+		// Outside DeviceFit's candidate list: never filtered.
+		return rowVerdict{}
+	}
+	if r.Devices == nil || !rj.fit.fits(r) {
+		return rowVerdict{}
+	}
+	admit, avoided := rj.cycle.Judge(&rj.rules, j)
+	ni := rj.nodes[j]
+	if !admit || rj.verdict != nil && !rj.verdict.Admits(ni, verdictEntry(rj.verdict, rj.cycle, j)) {
+		return rowVerdict{}
+	}
+	return rowVerdict{feasible: true, avoided: avoided, images: len(rj.images) > 0 && r.Images && hasImage(ni, rj.images)}
 }
 
 // winners are the feasible nodes that can still win, of raw scores raw

@@ -48,6 +48,12 @@ type Verdict struct {
 	// Listed, when DeviceFit's PreFilter named candidate nodes, says which
 	// of PreFilter's nodes (aligned with them) it named; nil otherwise.
 	Listed []bool
+	// Class, when not empty, names the pod's verdicts: two pods of one
+	// Class get the same Admits, and the same Listed, on every node whose
+	// row in the node table did not move between their cycles (DeviceFit's
+	// kept scan, keptscan.go). Empty: the verdicts may read more than the
+	// node's row (the cycle's DRA view).
+	Class string
 	// DRAView: DeviceFit's PreFilter read the cycle's DRA view
 	// (dra.ForCycle) for a DRA-served request, so the view's allocated
 	// state was gathered there.

@@ -11,8 +11,8 @@ package snapshot
 // reads: two results with the same Mark saw the same rows.
 type Mark struct {
 	// layout counts the times positions stopped lining up: the node list
-	// changed length, or the kind table started over. Rows of another
-	// layout are other nodes.
+	// changed length, or the kind or shape table started over. Rows of
+	// another layout are other nodes, or numbered otherwise.
 	layout uint64
 	// seq counts the rows read in this layout.
 	seq uint64

@@ -83,11 +83,15 @@ func (t *Table) intern(r *Row) {
 }
 
 // resetShapes starts the shape table over when it is full for rows rows:
-// the rows then intern again (their epoch is behind).
+// the rows then intern again (their epoch is behind). Otherwise a row's
+// shape id changes only when the row is read again (logged, moves.go).
 func (t *Table) resetShapes(rows int) {
 	if len(t.shapes) < maxShapesPerRow*rows+spareShapes {
 		return
 	}
 	clear(t.shapes)
 	t.epoch++
+	// Every row gets a new id: a result kept by shape id (DevicePack's kept
+	// shortlist) is of another numbering.
+	t.log.restart()
 }

@@ -1,0 +1,88 @@
+package devicepack
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/devicefit/devicefit/pkg/plugins/snapshot"
+)
+
+// TestKeptWalkFollowsTheRows: the shortlist's kept walk (keptshortlist.go),
+// brought up to each cycle through the rows that moved, holds what a walk
+// over every row finds: the feasible rows, their device kinds, and each
+// shape's members in name order, whatever moved in between (pods bound
+// and removed, a node object replaced, the node list reordered, a node
+// added). The verdict is a stand-in: a row is feasible when it has 4 GPUs
+// free. Each step changes the nodes the previous ones left.
+func TestKeptWalkFollowsTheRows(t *testing.T) {
+	nodes := make([]fwk.NodeInfo, 12)
+	products := []string{"NVIDIA-L4", "NVIDIA-A100-SXM4-80GB", "NVIDIA-H100-80GB-HBM3"}
+	for j := range nodes {
+		nodes[j] = gpuNodeInfo(fmt.Sprint("n", j), products[j%3], "81559", "8", "0")
+	}
+	bind := func(j int, name, count string) func() {
+		return func() {
+			pod := gpuPod(name, count)
+			pod.Spec.NodeName = nodes[j].Node().Name
+			nodes[j].(*framework.NodeInfo).AddPod(pod)
+		}
+	}
+	steps := []struct {
+		name   string
+		change func()
+	}{
+		{name: "first walk"},
+		{name: "a pod bound leaves 6 free", change: bind(0, "a", "2")},
+		{name: "another leaves 2: no longer feasible", change: bind(0, "b", "4")},
+		{name: "pods on two nodes of one product", change: func() { bind(3, "c", "4")(); bind(6, "d", "4")() }},
+		{name: "a node object replaced by another product", change: func() {
+			ni := gpuNodeInfo("n1", "NVIDIA-L4", "23034", "8", "0")
+			nodes[1] = ni
+		}},
+		{name: "the node list reordered", change: func() { slices.Reverse(nodes) }},
+		{name: "a node added", change: func() { nodes = append(nodes, gpuNodeInfo("n12", "NVIDIA-L4", "23034", "8", "0")) }},
+	}
+	pl := newPlugin(t, defaultArgs(t))
+	table := snapshot.NewTable(pl.resources)
+	for _, step := range steps {
+		if step.change != nil {
+			step.change()
+		}
+		c := table.Refresh(nil, nodes)
+		judge := func(j int) rowVerdict {
+			r := &c.Rows[j]
+			return rowVerdict{feasible: r.Devices != nil && len(r.Free) > 0 && r.Free[0] >= 4}
+		}
+		kept, ok := pl.keptFor("kept", c, nodes, judge)
+		if !ok {
+			t.Fatalf("%s: kept walk refused", step.name)
+		}
+		delete(pl.kept, "fresh")
+		fresh, _ := pl.keptFor("fresh", c, nodes, judge)
+		type walk struct {
+			Feasible int
+			Kinds    map[int]int
+			Groups   map[int][]string
+		}
+		of := func(k *keptFeasible) walk {
+			w := walk{Feasible: k.numFeasible, Kinds: k.kinds, Groups: map[int][]string{}}
+			for shape, g := range k.groups {
+				for _, m := range g {
+					w.Groups[shape] = append(w.Groups[shape], m.name)
+				}
+			}
+			return w
+		}
+		if diff := cmp.Diff(of(fresh), of(kept)); diff != "" {
+			t.Errorf("%s: kept walk (-fresh +kept):\n%s", step.name, diff)
+		}
+		if step.name == "first walk" && kept.numFeasible != len(nodes) {
+			t.Errorf("%s: %d feasible, want every node (%d)", step.name, kept.numFeasible, len(nodes))
+		}
+	}
+}
