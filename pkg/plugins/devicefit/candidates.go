@@ -140,7 +140,7 @@ func (s *preFilterState) scan(pod *v1.Pod, nodes []fwk.NodeInfo, rules *shared.N
 			draNode = s.view.Node(ni.Node().Name)
 		}
 		own := nodeAdmit{rules: rules, ni: ni}
-		for i, r := range s.demand {
+		for i := range s.demand {
 			if s.draServedOn(ni, i) {
 				n, ok := s.judgeDRA(draNode, i)
 				dn[i] = n
@@ -157,17 +157,7 @@ func (s *preFilterState) scan(pod *v1.Pod, nodes []fwk.NodeInfo, rules *shared.N
 				}
 				continue
 			}
-			var a int64
-			var d *devices.NodeDevice
-			if e != nil {
-				// admits reads the device at the same index.
-				if s.found[i] = e.Index(r.Name); s.found[i] >= 0 {
-					d = &e.Devices[s.found[i]]
-					a = d.Allocatable
-				}
-			} else {
-				a = ni.GetAllocatable().GetScalarResources()[r.Name]
-			}
+			a, d := s.allocatable(ni, e, i)
 			o := &s.offers[i]
 			o.add(a, &own)
 			if o.raisesMatching(a) && s.matchesNode(ni.Node(), d, i, &s.labels[i]) {
@@ -181,6 +171,20 @@ func (s *preFilterState) scan(pod *v1.Pod, nodes []fwk.NodeInfo, rules *shared.N
 		}
 		s.left[why]++
 	}
+}
+
+// allocatable is demand[i]'s allocatable on node ni, whose entry is e,
+// and its device in the entry (nil when the entry lacks it, or for a node
+// info without an entry). It sets found[i], which admits reads.
+func (s *preFilterState) allocatable(ni fwk.NodeInfo, e *devices.NodeDevices, i int) (int64, *devices.NodeDevice) {
+	if e == nil {
+		return ni.GetAllocatable().GetScalarResources()[s.demand[i].Name], nil
+	}
+	if s.found[i] = e.Index(s.demand[i].Name); s.found[i] >= 0 {
+		d := &e.Devices[s.found[i]]
+		return d.Allocatable, d
+	}
+	return 0, nil
 }
 
 // exclusion says why candidates leaves a node out: below numMismatches it is

@@ -80,6 +80,10 @@ type DeviceFit struct {
 	// scans keeps scan's results between cycles, by pod shape and node
 	// rules (keptscan.go); under scratchMu.
 	scans map[string]*keptScan
+	// scanStamp counts the kept scans asked for (LRU); allRows is every
+	// position, for a scan that starts over.
+	scanStamp uint64
+	allRows   []int
 	// scanInFull walks every node for every pod (scan), as the reference
 	// tests hold the kept scan to.
 	scanInFull bool

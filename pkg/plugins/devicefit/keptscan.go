@@ -4,7 +4,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	fwk "k8s.io/kube-scheduler/framework"
 
-	"github.com/devicefit/devicefit/pkg/devices"
 	"github.com/devicefit/devicefit/pkg/plugins/shared"
 	"github.com/devicefit/devicefit/pkg/plugins/snapshot"
 )
@@ -23,6 +22,8 @@ import (
 // follows.
 type keptScan struct {
 	mark snapshot.Mark
+	// used is when the scan was last asked for (DeviceFit.scanStamp).
+	used uint64
 	// Per row: done, the row's verdict is counted; why its exclusion;
 	// at the name inserted while admitted; offered[j*len(demand)+i] its
 	// offer of demand[i].
@@ -99,34 +100,82 @@ func keptScanKey(list string, rules *shared.NodeRules) string {
 // keptScanFor returns the kept scan of key, a new one when there is none
 // or it cannot be brought up to cycle c (then every row is redone).
 func (pl *DeviceFit) keptScanFor(key string, c *snapshot.Cycle, demand int) (*keptScan, []int) {
+	pl.scanStamp++
 	k := pl.scans[key]
-	if k != nil && len(k.done) == len(c.Rows) {
-		if moved, ok := c.Moved(k.mark); ok {
+	if k != nil {
+		k.used = pl.scanStamp
+		if moved, ok := c.Moved(k.mark); ok && len(k.done) == len(c.Rows) {
 			return k, moved
 		}
-	}
-	if k == nil && len(pl.scans) >= maxLists {
-		for old := range pl.scans {
-			// Evict any: shapes that come back are scanned in full once.
+	} else {
+		if len(pl.scans) >= maxLists {
+			// The least recently used shape makes room, and lends its
+			// slices: a workload of many shapes (a trace's) rebuilds
+			// without allocating.
+			old := leastRecent(pl.scans)
+			k = pl.scans[old]
 			delete(pl.scans, old)
-			break
+		} else {
+			k = &keptScan{names: sets.New[string]()}
+		}
+		k.used = pl.scanStamp
+		pl.scans[key] = k
+	}
+	k.reset(len(c.Rows), demand)
+	return k, allRows(&pl.allRows, len(c.Rows))
+}
+
+// leastRecent is the key of the scan used least recently.
+func leastRecent(scans map[string]*keptScan) string {
+	var key string
+	var used uint64
+	for k, s := range scans {
+		if key == "" || s.used < used {
+			key, used = k, s.used
 		}
 	}
-	n := len(c.Rows)
-	k = &keptScan{
-		done: make([]bool, n), why: make([]exclusion, n), admitted: make([]bool, n),
-		at: make([]string, n), offered: make([]rowOffer, n*demand),
-		names: sets.New[string](), offers: make([]offerCounts, demand),
+	return key
+}
+
+// allRows is the positions 0 to n-1, kept in *all.
+func allRows(all *[]int, n int) []int {
+	for j := len(*all); j < n; j++ {
+		*all = append(*all, j)
 	}
+	return (*all)[:n]
+}
+
+// reset empties the scan for n rows and demand requests, reusing its
+// slices and sets.
+func (k *keptScan) reset(n, demand int) {
+	k.mark = snapshot.Mark{}
+	k.done = resize(k.done, n)
+	k.why = resize(k.why, n)
+	k.admitted = resize(k.admitted, n)
+	k.at = resize(k.at, n)
+	k.offered = resize(k.offered, n*demand)
+	clear(k.names)
+	k.numAdmitted, k.left = 0, [numExclusions]int{}
+	k.offers = resize(k.offers, demand)
 	for i := range k.offers {
-		k.offers[i] = newOfferCounts()
+		if k.offers[i].largest == nil {
+			k.offers[i] = newOfferCounts()
+		}
+		clear(k.offers[i].largest)
+		clear(k.offers[i].largestMatching)
+		clear(k.offers[i].own)
+		clear(k.offers[i].ownMatching)
 	}
-	pl.scans[key] = k
-	all := make([]int, n)
-	for j := range all {
-		all[j] = j
+}
+
+// resize returns s with length n, zeroed, reusing its array when it can.
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
 	}
-	return k, all
+	s = s[:n]
+	clear(s)
+	return s
 }
 
 // scanKept is scan for a pod with no DRA-served request, from the kept
@@ -175,17 +224,8 @@ func (pl *DeviceFit) scanKept(s *preFilterState, c *snapshot.Cycle, key string, 
 func (k *keptScan) redoRow(s *preFilterState, j int, ni fwk.NodeInfo, rules *shared.NodeRules, p preemptor) {
 	e := s.entries[j]
 	own := nodeAdmit{rules: rules, ni: ni}
-	for i, r := range s.demand {
-		var a int64
-		var d *devices.NodeDevice
-		if e != nil {
-			if s.found[i] = e.Index(r.Name); s.found[i] >= 0 {
-				d = &e.Devices[s.found[i]]
-				a = d.Allocatable
-			}
-		} else {
-			a = ni.GetAllocatable().GetScalarResources()[r.Name]
-		}
+	for i := range s.demand {
+		a, d := s.allocatable(ni, e, i)
 		o := rowOffer{a: a}
 		if a > 0 {
 			o.match = s.matchesNode(ni.Node(), d, i, &s.labels[i])

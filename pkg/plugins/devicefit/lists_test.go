@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/utils/ptr"
 
 	"github.com/devicefit/devicefit/pkg/devices"
 )
@@ -45,6 +46,8 @@ func TestListsKeptBetweenCycles(t *testing.T) {
 			return nodes
 		}
 	}
+	_, ctx := ktesting.NewTestContext(t)
+	kept := newPluginOrDefault(t, nil)
 	steps := []struct {
 		name   string
 		pod    *v1.Pod
@@ -96,9 +99,16 @@ func TestListsKeptBetweenCycles(t *testing.T) {
 			return append(nodes, nodeInfo(gpuNode("n30", "NVIDIA-L4", "4", nil)))
 		}},
 		{name: "back to the other shape", pod: h100},
+		{name: "after more shapes than are kept: rebuilt in the slices of another", pod: l4, change: func(nodes []fwk.NodeInfo) []fwk.NodeInfo {
+			for i := range maxLists + 8 {
+				p := l4.DeepCopy()
+				p.Spec.Priority = ptr.To(int32(1000 + i))
+				kept.PreFilter(ctx, framework.NewCycleState(), p, nodes)
+			}
+			nodes[2] = nodeInfo(nodes[2].Node())
+			return nodes
+		}},
 	}
-	_, ctx := ktesting.NewTestContext(t)
-	kept := newPluginOrDefault(t, nil)
 	nodes := slices.Clone(fleet)
 	for _, step := range steps {
 		if step.change != nil {
@@ -119,7 +129,7 @@ func TestListsKeptBetweenCycles(t *testing.T) {
 		}
 		sameScan(t, step.name, wantState, gotState)
 	}
-	if len(kept.scans) != 3 {
-		t.Errorf("kept %d scans, want one per shape and node rules (3)", len(kept.scans))
+	if len(kept.scans) != maxLists {
+		t.Errorf("kept %d scans, want the bound (%d)", len(kept.scans), maxLists)
 	}
 }

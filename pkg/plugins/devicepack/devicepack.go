@@ -94,8 +94,12 @@ type DevicePack struct {
 	knownScratch    []*devices.NodeDevices
 	// kept are the shortlist's walks kept between cycles, by pod class
 	// (keptshortlist.go), under keptMu.
-	keptMu sync.Mutex
-	kept   map[string]*keptFeasible
+	// keptStamp counts the walks asked for (LRU); allRows is every
+	// position, for a walk that starts over.
+	keptMu    sync.Mutex
+	kept      map[string]*keptFeasible
+	keptStamp uint64
+	allRows   []int
 	// shapeScores[id] is the raw score of row shape id in the cycle whose
 	// shapeStamp shapeStamps[id] holds (scoreShapes).
 	shapeScores              []int64

@@ -37,6 +37,8 @@ import (
 // keptFeasible is the kept walk of one class.
 type keptFeasible struct {
 	mark snapshot.Mark
+	// used is when the walk was last asked for (DevicePack.keptStamp).
+	used uint64
 	// Per row: done, counted below; feasible and the flags, shape and
 	// device kinds it was counted with; name, its node's name while
 	// feasible. The row itself may hold newer figures when it is taken
@@ -95,6 +97,7 @@ func (pl *DevicePack) keptFor(key string, c *snapshot.Cycle, nodes []fwk.NodeInf
 	if pl.kept == nil {
 		pl.kept = map[string]*keptFeasible{}
 	}
+	pl.keptStamp++
 	k := pl.kept[key]
 	moved, ok := []int(nil), false
 	if k != nil && len(k.done) == len(c.Rows) {
@@ -102,19 +105,29 @@ func (pl *DevicePack) keptFor(key string, c *snapshot.Cycle, nodes []fwk.NodeInf
 	}
 	if !ok {
 		if k == nil && len(pl.kept) >= maxKept {
-			for old := range pl.kept {
-				// Evict any: classes that come back are walked in full once.
-				delete(pl.kept, old)
-				break
+			// The least recently used class makes room, and lends its
+			// slices: a workload of many classes rebuilds without
+			// allocating.
+			var old string
+			for key, kept := range pl.kept {
+				if old == "" || kept.used < pl.kept[old].used {
+					old = key
+				}
 			}
+			k = pl.kept[old]
+			delete(pl.kept, old)
 		}
-		k = newKeptFeasible(len(c.Rows))
+		if k == nil {
+			k = &keptFeasible{kinds: map[int]int{}, groups: map[int][]member{}}
+		}
+		k.reset(len(c.Rows))
 		pl.kept[key] = k
-		moved = make([]int, len(c.Rows))
-		for j := range moved {
-			moved[j] = j
+		for j := len(pl.allRows); j < len(c.Rows); j++ {
+			pl.allRows = append(pl.allRows, j)
 		}
+		moved = pl.allRows[:len(c.Rows)]
 	}
+	k.used = pl.keptStamp
 	// Take every moved row out first, then put each back: a node that
 	// moved to another position must not lose the name its new position
 	// enters.
@@ -146,12 +159,35 @@ func (pl *DevicePack) keptFor(key string, c *snapshot.Cycle, nodes []fwk.NodeInf
 // maxKept bounds the classes kept, as DeviceFit bounds its kept scans.
 const maxKept = 32
 
-func newKeptFeasible(n int) *keptFeasible {
-	return &keptFeasible{
-		done: make([]bool, n), feasible: make([]bool, n), avoided: make([]bool, n),
-		images: make([]bool, n), shape: make([]int, n), name: make([]string, n), rowKinds: make([][]int, n),
-		kinds: map[int]int{}, groups: map[int][]member{},
+// reset empties the walk for n rows, reusing its slices and maps.
+func (k *keptFeasible) reset(n int) {
+	k.mark = snapshot.Mark{}
+	k.done = resize(k.done, n)
+	k.feasible = resize(k.feasible, n)
+	k.avoided = resize(k.avoided, n)
+	k.images = resize(k.images, n)
+	k.shape = resize(k.shape, n)
+	k.name = resize(k.name, n)
+	if cap(k.rowKinds) < n {
+		k.rowKinds = make([][]int, n)
 	}
+	k.rowKinds = k.rowKinds[:n]
+	for j := range k.rowKinds {
+		k.rowKinds[j] = k.rowKinds[j][:0]
+	}
+	k.numFeasible, k.numAvoided, k.numImages, k.numNoShape = 0, 0, 0, 0
+	clear(k.kinds)
+	clear(k.groups)
+}
+
+// resize returns s with length n, zeroed, reusing its array when it can.
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
 }
 
 // count adds feasible row j, sign times, to the totals: its flags, its

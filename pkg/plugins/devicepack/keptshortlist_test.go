@@ -3,6 +3,7 @@ package devicepack
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -46,6 +47,7 @@ func TestKeptWalkFollowsTheRows(t *testing.T) {
 		}},
 		{name: "the node list reordered", change: func() { slices.Reverse(nodes) }},
 		{name: "a node added", change: func() { nodes = append(nodes, gpuNodeInfo("n12", "NVIDIA-L4", "23034", "8", "0")) }},
+		{name: "after more classes than are kept: rebuilt in the slices of another", change: bind(4, "e", "6")},
 	}
 	pl := newPlugin(t, defaultArgs(t))
 	table := snapshot.NewTable(pl.resources)
@@ -58,12 +60,17 @@ func TestKeptWalkFollowsTheRows(t *testing.T) {
 			r := &c.Rows[j]
 			return rowVerdict{feasible: r.Devices != nil && len(r.Free) > 0 && r.Free[0] >= 4}
 		}
+		if strings.HasPrefix(step.name, "after more classes") {
+			for i := range maxKept + 8 {
+				pl.keptFor(fmt.Sprint("other", i), c, nodes, func(int) rowVerdict { return rowVerdict{feasible: true, avoided: true} })
+			}
+		}
 		kept, ok := pl.keptFor("kept", c, nodes, judge)
 		if !ok {
 			t.Fatalf("%s: kept walk refused", step.name)
 		}
-		delete(pl.kept, "fresh")
-		fresh, _ := pl.keptFor("fresh", c, nodes, judge)
+		// The reference: a plugin that never kept a walk.
+		fresh, _ := newPlugin(t, defaultArgs(t)).keptFor("fresh", c, nodes, judge)
 		type walk struct {
 			Feasible int
 			Kinds    map[int]int
