@@ -209,7 +209,7 @@ func (pl *DevicePack) shortlist(ctx context.Context, cycleState fwk.CycleState, 
 	if res, done := pl.shortlistKept(ctx, cycleState, pod, rj); done {
 		return res
 	}
-	f, ok := pl.feasibleRows(rj, nodes)
+	f, ok := pl.feasibleRows(rj)
 	if !ok || len(f.nodes) == 0 {
 		// No node fits, every plugin then says why on every node; or
 		// TaintToleration's Score tells nodes apart.
@@ -299,10 +299,10 @@ type feasible struct {
 // feasibleRows walks the node table for the nodes the pod fits; false when
 // one of them has a PreferNoSchedule taint the pod does not tolerate
 // (TaintToleration's Score would tell it apart).
-func (pl *DevicePack) feasibleRows(rj *rowJudge, nodes []fwk.NodeInfo) (feasible, bool) {
+func (pl *DevicePack) feasibleRows(rj *rowJudge) (feasible, bool) {
 	f := feasible{nodes: pl.feasibleScratch[:0], rows: pl.rowScratch[:0], shapes: rj.cycle.Shapes}
 	defer func() { pl.feasibleScratch, pl.rowScratch = f.nodes[:0], f.rows[:0] }()
-	for j, ni := range nodes {
+	for j, ni := range rj.nodes {
 		v := rj.judge(j)
 		if !v.feasible {
 			continue
@@ -317,7 +317,7 @@ func (pl *DevicePack) feasibleRows(rj *rowJudge, nodes []fwk.NodeInfo) (feasible
 	return f, true
 }
 
-// rowJudge judges the cycle's rows for one pod: whether the profile's
+// rowJudge judges the cycle's rows (nodes) for one pod: whether the profile's
 // Filter plugins pass the node (feasible), whether TaintToleration's Score
 // would tell it apart (avoided), and whether ImageLocality, scoring, would
 // find one of the pod's images there.
