@@ -4,6 +4,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/devicefit/devicefit/internal/scratch"
 	"github.com/devicefit/devicefit/pkg/plugins/shared"
 	"github.com/devicefit/devicefit/pkg/plugins/snapshot"
 )
@@ -149,14 +150,14 @@ func allRows(all *[]int, n int) []int {
 // slices and sets.
 func (k *keptScan) reset(n, demand int) {
 	k.mark = snapshot.Mark{}
-	k.done = resize(k.done, n)
-	k.why = resize(k.why, n)
-	k.admitted = resize(k.admitted, n)
-	k.at = resize(k.at, n)
-	k.offered = resize(k.offered, n*demand)
+	k.done = scratch.Resize(k.done, n)
+	k.why = scratch.Resize(k.why, n)
+	k.admitted = scratch.Resize(k.admitted, n)
+	k.at = scratch.Resize(k.at, n)
+	k.offered = scratch.Resize(k.offered, n*demand)
 	clear(k.names)
 	k.numAdmitted, k.left = 0, [numExclusions]int{}
-	k.offers = resize(k.offers, demand)
+	k.offers = scratch.Resize(k.offers, demand)
 	for i := range k.offers {
 		if k.offers[i].largest == nil {
 			k.offers[i] = newOfferCounts()
@@ -166,16 +167,6 @@ func (k *keptScan) reset(n, demand int) {
 		clear(k.offers[i].own)
 		clear(k.offers[i].ownMatching)
 	}
-}
-
-// resize returns s with length n, zeroed, reusing its array when it can.
-func resize[T any](s []T, n int) []T {
-	if cap(s) < n {
-		return make([]T, n)
-	}
-	s = s[:n]
-	clear(s)
-	return s
 }
 
 // scanKept is scan for a pod with no DRA-served request, from the kept

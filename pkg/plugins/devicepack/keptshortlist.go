@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/devicefit/devicefit/internal/scratch"
 	"github.com/devicefit/devicefit/pkg/plugins/shared"
 	"github.com/devicefit/devicefit/pkg/plugins/snapshot"
 )
@@ -162,12 +163,12 @@ const maxKept = 32
 // reset empties the walk for n rows, reusing its slices and maps.
 func (k *keptFeasible) reset(n int) {
 	k.mark = snapshot.Mark{}
-	k.done = resize(k.done, n)
-	k.feasible = resize(k.feasible, n)
-	k.avoided = resize(k.avoided, n)
-	k.images = resize(k.images, n)
-	k.shape = resize(k.shape, n)
-	k.name = resize(k.name, n)
+	k.done = scratch.Resize(k.done, n)
+	k.feasible = scratch.Resize(k.feasible, n)
+	k.avoided = scratch.Resize(k.avoided, n)
+	k.images = scratch.Resize(k.images, n)
+	k.shape = scratch.Resize(k.shape, n)
+	k.name = scratch.Resize(k.name, n)
 	if cap(k.rowKinds) < n {
 		k.rowKinds = make([][]int, n)
 	}
@@ -178,16 +179,6 @@ func (k *keptFeasible) reset(n int) {
 	k.numFeasible, k.numAvoided, k.numImages, k.numNoShape = 0, 0, 0, 0
 	clear(k.kinds)
 	clear(k.groups)
-}
-
-// resize returns s with length n, zeroed, reusing its array when it can.
-func resize[T any](s []T, n int) []T {
-	if cap(s) < n {
-		return make([]T, n)
-	}
-	s = s[:n]
-	clear(s)
-	return s
 }
 
 // count adds feasible row j, sign times, to the totals: its flags, its
