@@ -180,8 +180,8 @@ func Explain(ctx context.Context, pol Policy, c Cluster, pod *v1.Pod) (*Explanat
 	}
 	if len(feasible) == 0 {
 		if !preRes.AllNodes() {
-			statuses.SetAbsentNodesStatus(fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
-				fmt.Sprintf("node(s) didn't satisfy plugin(s) %v", sets.List(narrowedBy))))
+			statuses.SetAbsentNodesStatus(devicefit.OwnAbsentStatus(state, fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
+				fmt.Sprintf("node(s) didn't satisfy plugin(s) %v", sets.List(narrowedBy)))))
 		}
 		fitErr := &framework.FitError{Pod: target, NumAllNodes: len(nodes), Diagnosis: framework.Diagnosis{NodeToStatus: statuses}}
 		e.Message = fitErr.Error()

@@ -11,12 +11,15 @@ import (
 // testRequeueAfterDelete: DeviceFit's PreFilter leaves out a node whose
 // devices are all taken, so when the only other node turns the pod away for
 // a reason of its own (a host port another pod holds), the pod is
-// unschedulable by DeviceFit and NodePorts only. NodeResourcesFit's Filter
-// did not run in the cycle on the full node (DeviceFit's PostFilter ran it
-// afterwards only to give the node its reason), so its hint for a departing
-// pod does not apply: DeviceFit's AssignedPod/Delete hint must requeue the
-// pod when the pod holding the device goes, or it waits for the 5-minute
-// flush (longer than this test waits).
+// unschedulable by the list and NodePorts only. The host port keeps
+// DevicePack from naming a shortlist, so DevicePack returns DeviceFit's
+// list whole (shared.ListCarrier), and the framework names DevicePack, not
+// DeviceFit, among the plugins that rejected the pod. NodeResourcesFit's
+// Filter did not run in the cycle on the full node (DeviceFit's PostFilter
+// ran it afterwards only to give the node its reason), so its hint for a
+// departing pod does not apply: the carrier's AssignedPod/Delete event must
+// requeue the pod when the pod holding the device goes, or it waits for the
+// 5-minute flush (longer than this test waits).
 func testRequeueAfterDelete(t *testing.T, c *cluster) {
 	const full, ports, port = "requeue-full", "requeue-ports", 9100
 	c.createNode(t, nodeSpec{name: full, labels: gfdLabels(modelA100, 1), devices: devs(gpu, 1)})

@@ -97,6 +97,10 @@ type DeviceFit struct {
 	releaseDRA func()
 	// resourcesKey names the device resources (shared.ResourcesKey).
 	resourcesKey string
+	// carrier: shared.ListCarrier runs PreFilter after DeviceFit, found
+	// once (carrierFollows).
+	carrierOnce sync.Once
+	carrier     bool
 }
 
 // New builds DeviceFit from its args. It validates them again: tests and

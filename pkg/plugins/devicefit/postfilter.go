@@ -25,6 +25,8 @@ import (
 // those nodes under the reasons the scheduler would have given had it
 // filtered them. (When no named node is one the pod's rules admit,
 // PreFilter names all nodes instead, and the framework filters them all.)
+// When DevicePack returned the list (carry.go), the framework names it for
+// the rest; PostFilter names DeviceFit again.
 //
 // It never makes a pod schedulable. Enabled at multiPoint it runs after
 // DefaultPreemption, which has read the statuses by then; it costs one
@@ -39,6 +41,10 @@ func (pl *DeviceFit) PostFilter(ctx context.Context, cycleState fwk.CycleState, 
 	if err != nil {
 		return nil, fwk.AsStatus(fmt.Errorf("listing the snapshot's nodes: %w", err))
 	}
+	m, ownMap := statuses.(*framework.NodeToStatus)
+	if ownMap {
+		m.SetAbsentNodesStatus(OwnAbsentStatus(cycleState, m.AbsentNodesStatus()))
+	}
 	logger := klog.FromContext(ctx)
 	hidden := pl.filterHidden(ctx, cycleState, s, pod, nodes, explicitNodes(statuses))
 	if len(hidden) == 0 {
@@ -48,7 +54,7 @@ func (pl *DeviceFit) PostFilter(ctx context.Context, cycleState fwk.CycleState, 
 	// the reasons from it. Another caller's map (an embedder's) gets the
 	// histogram in this plugin's status, which the framework appends to the
 	// PostFilter message.
-	if m, ok := statuses.(*framework.NodeToStatus); ok {
+	if ownMap {
 		for name, status := range hidden {
 			m.Set(name, status)
 		}

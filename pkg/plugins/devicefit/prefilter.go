@@ -33,7 +33,7 @@ import (
 func (pl *DeviceFit) PreFilter(ctx context.Context, cycleState fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	group := podGroupCycle(cycleState)
 	if s := groupState(group, pod); s != nil && s.kindsValid() {
-		pl.writeState(cycleState, s, nil)
+		pl.writeState(cycleState, s, nil, nil)
 		// All nodes: the list was exact for the placement it was made in,
 		// not for the others (their nodes now hold the group's other pods);
 		// Filter judges the placement's nodes.
@@ -64,7 +64,8 @@ func (pl *DeviceFit) PreFilter(ctx context.Context, cycleState fwk.CycleState, p
 		// shortlist skips them on the same walk (aligned with nodes).
 		listed = s.admitted
 	}
-	pl.writeState(cycleState, s, listed)
+	res, handed := pl.handOver(s, res)
+	pl.writeState(cycleState, s, listed, handed)
 	// Filter must not use the entries: the next cycle reuses the slice.
 	s.entries, s.rows, s.admitted, s.view, s.picks = nil, nil, nil, nil, nil
 	if group != nil && len(s.demand) > 0 && s.dra == nil {
@@ -75,8 +76,9 @@ func (pl *DeviceFit) PreFilter(ctx context.Context, cycleState fwk.CycleState, p
 
 // writeState writes the pod's state, and what DevicePack reads of it, into
 // the cycle state, once; listed is the candidate list's verdicts, aligned
-// with the cycle's nodes (nil: no list).
-func (pl *DeviceFit) writeState(cycleState fwk.CycleState, s *preFilterState, listed []bool) {
+// with the cycle's nodes (nil: no list), handed the list when it goes to
+// the carrier (carry.go).
+func (pl *DeviceFit) writeState(cycleState fwk.CycleState, s *preFilterState, listed []bool, handed *fwk.PreFilterResult) {
 	cycleState.Write(preFilterStateKey, s)
 	cycleState.Write(shared.VerdictKey, &shared.Verdict{Admits: func(ni fwk.NodeInfo, e *devices.NodeDevices) bool {
 		if e == nil {
@@ -84,7 +86,7 @@ func (pl *DeviceFit) writeState(cycleState fwk.CycleState, s *preFilterState, li
 		}
 		r, _ := s.rejectCached(pl, ni, e)
 		return r == rejectNone
-	}, Cache: s.cache, Listed: listed, Class: s.keptKey, DRAView: s.dra != nil})
+	}, Cache: s.cache, Listed: listed, Class: s.keptKey, DRAView: s.dra != nil, List: handed})
 }
 
 // podGroupCycle is the cycle's PodGroupCycleState, nil outside a pod-group

@@ -49,6 +49,9 @@ type preFilterState struct {
 	// one (nil for all nodes); PostFilter reads it, in the same cycle: the
 	// set is a kept list (lists.go), which the next cycle changes.
 	listed sets.Set[string]
+	// handed: the list went to shared.ListCarrier (carry.go), which
+	// returned it or a list within it.
+	handed bool
 	// keptNames are the admitted nodes' names when the kept scan found
 	// them (keptscan.go): candidates lists them.
 	keptNames sets.Set[string]

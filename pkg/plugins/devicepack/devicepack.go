@@ -224,9 +224,11 @@ func strandingWorkload(args *config.DevicePackArgs, pods []*v1.Pod) *devices.Wor
 // Name returns the plugin name.
 func (pl *DevicePack) Name() string { return Name }
 
-// EventsToRegister returns no event: DevicePack never rejects a pod, so it
-// has none to requeue (without this method the framework would register
-// every event for it).
+// EventsToRegister returns the events on which a node list DevicePack
+// returned for DeviceFit may grow (shared.CarriedListEvents). DevicePack
+// itself never rejects a pod; but the framework counts the plugins that
+// return PreFilter lists among those that rejected a pending pod, and
+// asks only those whether an event may help it.
 func (pl *DevicePack) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
-	return nil, nil
+	return shared.CarriedListEvents(), nil
 }

@@ -23,6 +23,12 @@ func (pl *DevicePack) PreFilter(ctx context.Context, cycleState fwk.CycleState, 
 	if res := pl.shortlist(ctx, cycleState, pod, nodes); res != nil {
 		return res, nil
 	}
+	// DeviceFit's list, when DeviceFit left it to DevicePack to return
+	// (shared.ListCarrier): the framework copies the first list it merges,
+	// and the shortlist, when there is one, spares it that copy.
+	if v := shared.ReadVerdict(cycleState); v != nil && v.List != nil {
+		return v.List, nil
+	}
 	return nil, fwk.NewStatus(fwk.Skip)
 }
 

@@ -58,6 +58,10 @@ type Verdict struct {
 	// (dra.ForCycle) for a DRA-served request, so the view's allocated
 	// state was gathered there.
 	DRAView bool
+	// List, when not nil, is the candidate list DeviceFit's PreFilter named
+	// and did not return: ListCarrier returns it, or a list of its own
+	// within it (carry.go).
+	List *fwk.PreFilterResult
 }
 
 // Clone implements fwk.StateData; Verdict is never modified once written.
