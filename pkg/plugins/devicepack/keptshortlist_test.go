@@ -7,9 +7,11 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
+	"github.com/devicefit/devicefit/pkg/plugins/shared"
 	"github.com/devicefit/devicefit/pkg/plugins/snapshot"
 )
 
@@ -91,5 +93,55 @@ func TestKeptWalkFollowsTheRows(t *testing.T) {
 		if step.name == "first walk" && kept.numFeasible != len(nodes) {
 			t.Errorf("%s: %d feasible, want every node (%d)", step.name, kept.numFeasible, len(nodes))
 		}
+	}
+}
+
+// TestKeptFeasibleKey: pods share a kept walk exactly when their
+// verdicts, requests, node rules and images are alike; a pod DeviceFit
+// wrote no verdict for has a class of its own, and a pod whose verdicts
+// read more than the rows (DRA) none.
+func TestKeptFeasibleKey(t *testing.T) {
+	logger := klog.Background()
+	rules := shared.NewNodeRules(logger, gpuPod("p", "1"), false)
+	selected := gpuPod("s", "1")
+	selected.Spec.NodeSelector = map[string]string{"team": "x"}
+	otherRules := shared.NewNodeRules(logger, selected, false)
+	fit := fitCheck{cpu: 1000, mem: 1 << 30, scalars: []scalarRequest{{name: "nvidia.com/gpu", n: 1, device: true}, {name: "example.com/fpga", n: 2}}}
+	swapped := fit
+	swapped.scalars = []scalarRequest{fit.scalars[1], fit.scalars[0]}
+	moreCPU := fit
+	moreCPU.cpu = 2000
+	withDRA := fit
+	withDRA.dra = &draFit{}
+	class := &shared.Verdict{Class: "c"}
+	listed := &shared.Verdict{Class: "c", Listed: []bool{true}}
+	base := keptFeasibleKey(class, &fit, &rules, nil)
+	tests := []struct {
+		name    string
+		key     string
+		sameAs  bool
+		noClass bool
+	}{
+		{"scalars in another order", keptFeasibleKey(class, &swapped, &rules, nil), true, false},
+		{"no verdict", keptFeasibleKey(nil, &fit, &rules, nil), false, false},
+		{"a verdict without class", keptFeasibleKey(&shared.Verdict{}, &fit, &rules, nil), false, true},
+		{"DRA", keptFeasibleKey(class, &withDRA, &rules, nil), false, true},
+		{"listed", keptFeasibleKey(listed, &fit, &rules, nil), false, false},
+		{"more CPU", keptFeasibleKey(class, &moreCPU, &rules, nil), false, false},
+		{"other rules", keptFeasibleKey(class, &fit, &otherRules, nil), false, false},
+		{"images", keptFeasibleKey(class, &fit, &rules, []string{"img"}), false, false},
+	}
+	for _, tt := range tests {
+		switch {
+		case tt.noClass && tt.key != "":
+			t.Errorf("%s: key %q, want none", tt.name, tt.key)
+		case !tt.noClass && tt.key == "":
+			t.Errorf("%s: no key", tt.name)
+		case !tt.noClass && (tt.key == base) != tt.sameAs:
+			t.Errorf("%s: key %q, base %q: same %v, want %v", tt.name, tt.key, base, tt.key == base, tt.sameAs)
+		}
+	}
+	if none, other := keptFeasibleKey(nil, &fit, &rules, nil), keptFeasibleKey(nil, &moreCPU, &rules, nil); none == other {
+		t.Errorf("pods without verdict and other requests share the key %q", none)
 	}
 }
