@@ -12,3 +12,25 @@ func Resize[T any](s []T, n int) []T {
 	clear(s)
 	return s
 }
+
+// Positions returns the positions 0 to n-1, kept in *all from call to
+// call (a walk over every row, where a kept walk redoes the rows moved).
+func Positions(all *[]int, n int) []int {
+	for j := len(*all); j < n; j++ {
+		*all = append(*all, j)
+	}
+	return (*all)[:n]
+}
+
+// LeastRecent returns the key of m whose used stamp is lowest ("" for an
+// empty map): the entry a bounded cache of kept walks gives up first.
+func LeastRecent[V any](m map[string]V, used func(V) uint64) string {
+	var key string
+	var low uint64
+	for k, v := range m {
+		if u := used(v); key == "" || u < low {
+			key, low = k, u
+		}
+	}
+	return key
+}

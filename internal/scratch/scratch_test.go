@@ -31,3 +31,40 @@ func TestResize(t *testing.T) {
 		})
 	}
 }
+
+func TestPositions(t *testing.T) {
+	var all []int
+	for _, n := range []int{3, 1, 5, 0} {
+		got := Positions(&all, n)
+		if len(got) != n {
+			t.Fatalf("Positions(%d): %v", n, got)
+		}
+		for j, v := range got {
+			if v != j {
+				t.Errorf("Positions(%d)[%d] = %d", n, j, v)
+			}
+		}
+	}
+	if len(all) != 5 {
+		t.Errorf("kept %d positions, want the most asked for (5)", len(all))
+	}
+}
+
+func TestLeastRecent(t *testing.T) {
+	used := func(v uint64) uint64 { return v }
+	tests := []struct {
+		name string
+		m    map[string]uint64
+		want string
+	}{
+		{"empty", nil, ""},
+		{"one", map[string]uint64{"a": 7}, "a"},
+		{"lowest stamp", map[string]uint64{"a": 7, "b": 2, "c": 9}, "b"},
+		{"stamp zero", map[string]uint64{"a": 7, "b": 0}, "b"},
+	}
+	for _, tc := range tests {
+		if got := LeastRecent(tc.m, used); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

@@ -113,7 +113,7 @@ func (pl *DeviceFit) keptScanFor(key string, c *snapshot.Cycle, demand int) (*ke
 			// The least recently used shape makes room, and lends its
 			// slices: a workload of many shapes (a trace's) rebuilds
 			// without allocating.
-			old := leastRecent(pl.scans)
+			old := scratch.LeastRecent(pl.scans, func(s *keptScan) uint64 { return s.used })
 			k = pl.scans[old]
 			delete(pl.scans, old)
 		} else {
@@ -123,27 +123,7 @@ func (pl *DeviceFit) keptScanFor(key string, c *snapshot.Cycle, demand int) (*ke
 		pl.scans[key] = k
 	}
 	k.reset(len(c.Rows), demand)
-	return k, allRows(&pl.allRows, len(c.Rows))
-}
-
-// leastRecent is the key of the scan used least recently.
-func leastRecent(scans map[string]*keptScan) string {
-	var key string
-	var used uint64
-	for k, s := range scans {
-		if key == "" || s.used < used {
-			key, used = k, s.used
-		}
-	}
-	return key
-}
-
-// allRows is the positions 0 to n-1, kept in *all.
-func allRows(all *[]int, n int) []int {
-	for j := len(*all); j < n; j++ {
-		*all = append(*all, j)
-	}
-	return (*all)[:n]
+	return k, scratch.Positions(&pl.allRows, len(c.Rows))
 }
 
 // reset empties the scan for n rows and demand requests, reusing its

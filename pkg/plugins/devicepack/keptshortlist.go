@@ -133,12 +133,7 @@ func (pl *DevicePack) keptFor(key string, c *snapshot.Cycle, nodes []fwk.NodeInf
 			// The least recently used class makes room, and lends its
 			// slices: a workload of many classes rebuilds without
 			// allocating.
-			var old string
-			for key, kept := range pl.kept {
-				if old == "" || kept.used < pl.kept[old].used {
-					old = key
-				}
-			}
+			old := scratch.LeastRecent(pl.kept, func(k *keptFeasible) uint64 { return k.used })
 			k = pl.kept[old]
 			delete(pl.kept, old)
 		}
@@ -147,10 +142,7 @@ func (pl *DevicePack) keptFor(key string, c *snapshot.Cycle, nodes []fwk.NodeInf
 		}
 		k.reset(len(c.Rows))
 		pl.kept[key] = k
-		for j := len(pl.allRows); j < len(c.Rows); j++ {
-			pl.allRows = append(pl.allRows, j)
-		}
-		moved = pl.allRows[:len(c.Rows)]
+		moved = scratch.Positions(&pl.allRows, len(c.Rows))
 	}
 	k.used = pl.keptStamp
 	// Take every moved row out first, then put each back: a node that
