@@ -341,3 +341,29 @@ func TestScoreKeepsDomainsWhole(t *testing.T) {
 		})
 	}
 }
+
+// TestDomainLossesBeyondTheBand: where every node costs a domain more than
+// FGD's band can tell apart (the band is 0 past a loss of about 4.6
+// devices), the smaller loss still wins; the band and the first name must
+// not break the whole clique. Clique a (a0, a1) is whole and has the lowest
+// names; clique b has b0 full and b1, b2 free. Groups seen: 2 x 8. A 1-GPU
+// pod on b1 or b2 costs b its one 2x8 group: loss 15. On a0 or a1 it
+// breaks the whole clique a: loss 31.
+func TestDomainLossesBeyondTheBand(t *testing.T) {
+	const h100, mem = "NVIDIA-H100-80GB-HBM3", "81559"
+	nodes := []fwk.NodeInfo{
+		cliqueNode("a0", "a", h100, mem, 0), cliqueNode("a1", "a", h100, mem, 0),
+		cliqueNode("b0", "b", h100, mem, 8), cliqueNode("b1", "b", h100, mem, 0), cliqueNode("b2", "b", h100, mem, 0),
+	}
+	pl := newPlugin(t, staticArgs(t, gpuClass(1, 1)))
+	pl.listNodes = func() ([]fwk.NodeInfo, error) { return nodes, nil }
+	pl.groups.observe("podgroup/ns/g", cliqueKey, devices.GroupShape{Resource: gpu, Pods: 2, PerPod: 8})
+	got := scores(t, pl, gpuPod("single", "1"), nodes[0], nodes[1], nodes[3], nodes[4])
+	for _, a := range []string{"a0", "a1"} {
+		for _, b := range []string{"b1", "b2"} {
+			if got[a] >= got[b] {
+				t.Errorf("%s (breaks the whole clique) scores %d, %s (costs a 2x8 group) %d: all %v", a, got[a], b, got[b], got)
+			}
+		}
+	}
+}

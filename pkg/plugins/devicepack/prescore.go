@@ -144,6 +144,13 @@ func (pl *DevicePack) prepare(ctx context.Context, cycleState fwk.CycleState, po
 				return nil, fwk.AsStatus(fmt.Errorf("listing nodes: %w", err))
 			}
 			s.domains = pl.podDomains.refresh(pl, key, shapes, all)
+			// The exact score where domains are weighed: a node that
+			// breaks a whole domain loses tens of devices, one that costs
+			// a used domain a group a few less, and FGD's band is 0 for
+			// both past a loss of about 4.6 devices; the first name would
+			// then choose, and break whole domains (TestDomainLossesBeyondTheBand).
+			// FGD knows no domains: its traces never take this branch.
+			s.coarse = s.coarse && s.domains == nil
 		}
 	}
 	return s, nil
