@@ -167,21 +167,45 @@ func (c *NodeCache) Refresh(nodes iter.Seq[*v1.Node], all bool, out []*NodeDevic
 			out = append(out, prev[j])
 			continue
 		}
-		e, ok := c.byObject[node]
-		if !ok {
-			e = c.build(node)
-			if old := c.nodes[node.Name]; old != nil {
-				delete(c.byObject, old.node)
-			}
-			c.nodes[node.Name] = e
-			c.byObject[node] = e
-		}
-		out = append(out, e)
+		out = append(out, c.entryLocked(node))
 	}
 	if all && len(c.nodes) > present {
 		c.forgetAbsent(nodes)
 	}
 	return c.kinds, out
+}
+
+// Entry returns node's entry, building it when the node object is new (nil
+// for a nil node); false when the cache is due to start its kind table over
+// (MaxKinds), which only Refresh does: the caller then refreshes every node.
+// A caller that refreshes a few nodes of the cluster (snapshot.Table, for
+// the nodes that moved) passes the whole cluster to Refresh from time to
+// time, so that entries of deleted nodes are dropped.
+func (c *NodeCache) Entry(node *v1.Node) (*NodeDevices, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.kinds) >= MaxKinds {
+		return nil, false
+	}
+	if node == nil {
+		return nil, true
+	}
+	return c.entryLocked(node), true
+}
+
+// entryLocked is node's entry, built when the node object is new; under
+// c.mu.
+func (c *NodeCache) entryLocked(node *v1.Node) *NodeDevices {
+	e, ok := c.byObject[node]
+	if !ok {
+		e = c.build(node)
+		if old := c.nodes[node.Name]; old != nil {
+			delete(c.byObject, old.node)
+		}
+		c.nodes[node.Name] = e
+		c.byObject[node] = e
+	}
+	return e
 }
 
 // forgetAbsent drops entries of deleted nodes: rare (the map only outgrows

@@ -9,7 +9,8 @@
 // at 15,000 nodes DevicePack's PreFilter spent a fifth of its time in map
 // look-ups and string compares (docs/performance.md, "15,000 nodes").
 // A Table keeps those figures per node between cycles in one slice, and
-// reads a NodeInfo again only when its state moved (NodeState); with them
+// reads a NodeInfo again only when its state moved (NodeState), looking
+// at no more of an unmoved one than its state (readMoved); with them
 // the free devices per kind over the cluster (FreeByKind), which
 // DevicePack's scarcity weighs and which no plugin adds up per pod.
 package snapshot
@@ -57,6 +58,8 @@ type Row struct {
 
 	key     NodeState
 	entryID uint64
+	// obj is the node object the row was read from (readMoved).
+	obj *v1.Node
 }
 
 // Table is the node view both plugins of a framework share (For).
@@ -81,6 +84,9 @@ type Table struct {
 	states []NodeState
 	// log is the rows read since a point (moves.go).
 	log moveLog
+	// quick: the last refresh read only the rows that moved (readMoved);
+	// readInGroup: it ran in a pod-group cycle, so the next one reads all.
+	quick, readInGroup bool
 }
 
 // NewTable returns an empty table of the device resources in set.
@@ -141,7 +147,8 @@ func (c *Cycle) Clone() fwk.StateData { return c }
 // and forget pods between PreFilters of the same cycle state.
 func (t *Table) Refresh(cs fwk.CycleState, nodes []fwk.NodeInfo) *Cycle {
 	key := t.key
-	reuse := cs != nil && !cs.IsPodGroupSchedulingCycle()
+	group := cs != nil && cs.IsPodGroupSchedulingCycle()
+	reuse := cs != nil && !group
 	if reuse && len(nodes) > 0 {
 		if d, err := cs.Read(key); err == nil {
 			if c, ok := d.(*Cycle); ok && c.n == len(nodes) && c.nodes == &nodes[0] {
@@ -151,6 +158,28 @@ func (t *Table) Refresh(cs fwk.CycleState, nodes []fwk.NodeInfo) *Cycle {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	// Rows read in a pod-group cycle may hold pods the cycle assumed and
+	// then forgot, with the generation restored: the next refresh compares
+	// every row's whole state (readAll).
+	t.quick = reuse && !t.readInGroup && t.readMoved(nodes)
+	if !t.quick {
+		t.readAll(nodes)
+		t.readInGroup = group
+	}
+	kinds := t.cache.Kinds()
+	c := &Cycle{Kinds: kinds, Entries: t.entries, Rows: t.rows, Shapes: len(t.shapes), n: len(nodes), table: t, free: slices.Clone(t.free), log: t.log}
+	if len(nodes) > 0 {
+		c.nodes = &nodes[0]
+	}
+	if reuse {
+		cs.Write(key, c)
+	}
+	return c
+}
+
+// readAll brings every row up to nodes: the node cache refreshed with
+// every node object, each row's whole state compared. Under Table.mu.
+func (t *Table) readAll(nodes []fwk.NodeInfo) {
 	kinds, entries := t.cache.Refresh(t.objectsAndStates(nodes), true, t.entries)
 	t.entries = entries
 	// The kind table only grows, but for a cache that started over (too
@@ -196,14 +225,6 @@ func (t *Table) Refresh(cs fwk.CycleState, nodes []fwk.NodeInfo) *Cycle {
 			}
 		}
 	}
-	c := &Cycle{Kinds: kinds, Entries: entries, Rows: t.rows, Shapes: len(t.shapes), n: len(nodes), table: t, free: slices.Clone(t.free), log: t.log}
-	if len(nodes) > 0 {
-		c.nodes = &nodes[0]
-	}
-	if reuse {
-		cs.Write(key, c)
-	}
-	return c
 }
 
 // Current returns the Cycle this cycle's Refresh wrote into the cycle
@@ -246,9 +267,12 @@ func (r *Row) moved(ni fwk.NodeInfo, key NodeState, e *devices.NodeDevices) (Nod
 
 // read reads the row from the node info ni, in state key, with entry e.
 func (r *Row) read(ni fwk.NodeInfo, key NodeState, e *devices.NodeDevices) {
-	r.Info, r.key, r.entryID, r.Devices = ni, key, entryID(e), e
+	r.Info, r.key, r.entryID, r.Devices, r.obj = ni, key, entryID(e), e, nil
 	r.Used, r.Free = r.Used[:0], r.Free[:0]
 	r.MinPriority = math.MaxInt32
+	if ni != nil {
+		r.obj = ni.Node()
+	}
 	if ni == nil || ni.Node() == nil {
 		r.MilliCPU, r.Memory, r.Storage, r.Pods, r.Images = 0, 0, 0, 0, false
 		return

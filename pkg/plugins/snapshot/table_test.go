@@ -26,7 +26,7 @@ func gpuPod(name string, gpus string) *v1.Pod {
 		v1.ResourceCPU: "2", v1.ResourceMemory: "8Gi", gpu: gpus}).Obj()
 }
 
-func newSet(t *testing.T) devices.ResourceSet {
+func newSet(t testing.TB) devices.ResourceSet {
 	t.Helper()
 	set, err := devices.NewResourceSet(devices.DefaultResourcePatterns())
 	if err != nil {

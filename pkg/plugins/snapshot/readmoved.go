@@ -1,0 +1,86 @@
+package snapshot
+
+import (
+	v1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+)
+
+// readMoved brings the rows up to nodes reading again only the node infos
+// that moved, and reports whether it could; false leaves the rows to
+// readAll (some may have been read already, which it tolerates: every
+// row's contribution to the sums is taken out when it is read again).
+//
+// Why: readAll reads every node info of the cluster in every cycle (its
+// node object, its pod list and last pod, its generation) and the node
+// cache's entry of each, four cache misses per node; at 15,000 nodes it
+// was most of what a pod's PreFilter cost (docs/performance.md), though a
+// cycle usually follows one assumed pod. The framework gives a plugin no
+// list of the node infos that changed. What it keeps is a generation per
+// node info, which every change outside a pod-group cycle moves: the
+// scheduler's snapshot takes a changed node info from its cache with the
+// cache's newer generation, and NodeInfo's AddPodInfo, RemovePod and
+// SetNode take a new one. Snapshot.AssumePod and ForgetPod restore it, but
+// add or remove a pod, which the pod count and the last pod show
+// (NodeState); the framework calls them only in pod-group cycles, where
+// Refresh reads every row, as it does in the cycle after one. So a row
+// whose node info, node object and NodeState are as it read them is
+// skipped on three cache misses (the node info's first line, its last
+// pod's, its generation's) where readAll paid four and the cache's
+// bookkeeping; the others are read as readAll reads them.
+//
+// It declines when positions may not line up or the Table must start
+// something over: another number of nodes, a node cache due to start its
+// kind table over or holding names no longer in the list (only readAll
+// drops them), a full shape table.
+func (t *Table) readMoved(nodes []fwk.NodeInfo) bool {
+	n := len(nodes)
+	if n == 0 || n != len(t.rows) || len(t.entries) != n || t.cache.Len() > n ||
+		len(t.shapes) >= maxShapesPerRow*n+spareShapes || len(t.free) != len(t.cache.Kinds()) {
+		return false
+	}
+	for j, ni := range nodes {
+		r := &t.rows[j]
+		if ni != nil && r.Info == ni && r.entryID != 0 && !r.movedQuick(ni) {
+			continue
+		}
+		var node *v1.Node
+		key := NodeState{}
+		if ni != nil {
+			node, key = ni.Node(), StateOf(ni)
+		}
+		e, ok := t.cache.Entry(node)
+		if !ok {
+			return false
+		}
+		t.entries[j] = e
+		if key, moved := r.moved(ni, key, e); moved {
+			// A new node object may bring a new device kind.
+			if k := len(t.cache.Kinds()); k > len(t.free) {
+				t.free = append(t.free, make([]int64, k-len(t.free))...)
+			}
+			t.count(r, -1, false)
+			r.read(ni, key, e)
+			t.log.add(j, n)
+			t.count(r, 1, false)
+			t.intern(r)
+		}
+	}
+	return true
+}
+
+// movedQuick reports whether the row's node info (the one the row was read
+// from) moved: another node object or NodeState (readMoved says why that
+// suffices).
+func (r *Row) movedQuick(ni fwk.NodeInfo) bool {
+	// The scheduler's own node infos are read without dynamic calls: this
+	// runs once per node and cycle.
+	if fi, ok := ni.(*framework.NodeInfo); ok {
+		n := len(fi.Pods)
+		if fi.Node() != r.obj || fi.Generation != r.key.Generation || n != r.key.Pods {
+			return true
+		}
+		return n > 0 && any(fi.Pods[n-1]) != r.key.Last
+	}
+	return ni.Node() != r.obj || StateOf(ni) != r.key
+}
