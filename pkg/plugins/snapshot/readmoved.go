@@ -16,18 +16,18 @@ import (
 // cache's entry of each, four cache misses per node; at 15,000 nodes it
 // was most of what a pod's PreFilter cost (docs/performance.md), though a
 // cycle usually follows one assumed pod. The framework gives a plugin no
-// list of the node infos that changed. What it keeps is a generation per
-// node info, which every change outside a pod-group cycle moves: the
-// scheduler's snapshot takes a changed node info from its cache with the
-// cache's newer generation, and NodeInfo's AddPodInfo, RemovePod and
-// SetNode take a new one. Snapshot.AssumePod and ForgetPod restore it, but
-// add or remove a pod, which the pod count and the last pod show
-// (NodeState); the framework calls them only in pod-group cycles, where
-// Refresh reads every row, as it does in the cycle after one. So a row
-// whose node info, node object and NodeState are as it read them is
-// skipped on three cache misses (the node info's first line, its last
-// pod's, its generation's) where readAll paid four and the cache's
-// bookkeeping; the others are read as readAll reads them.
+// list of the node infos that changed, and a generation alone is no
+// signal (NodeState). But what a row holds is of the node object and the
+// pods alone, and a node info's pods change only by pods added, which
+// come last as new PodInfos (AddPodInfo appends; the cache's update of a
+// pod removes it and adds the new one; a PodInfo the row holds cannot be
+// freed and its address reused), and by pods removed, which lower the
+// count. So a row whose node info, node object, pod count and last pod
+// are as it read them is skipped on two cache misses (the node info's
+// first line, its last pod's) instead of four and the cache's
+// bookkeeping; the others are read as readAll reads them. Pod-group
+// cycles, whose snapshot assumes and forgets pods between PreFilters, and
+// the cycle after one, read every row.
 //
 // It declines when positions may not line up or the Table must start
 // something over: another number of nodes, a node cache due to start its
@@ -70,17 +70,18 @@ func (t *Table) readMoved(nodes []fwk.NodeInfo) bool {
 }
 
 // movedQuick reports whether the row's node info (the one the row was read
-// from) moved: another node object or NodeState (readMoved says why that
-// suffices).
+// from) moved: another node object, pod count or last pod (readMoved says
+// why that suffices).
 func (r *Row) movedQuick(ni fwk.NodeInfo) bool {
 	// The scheduler's own node infos are read without dynamic calls: this
 	// runs once per node and cycle.
 	if fi, ok := ni.(*framework.NodeInfo); ok {
-		n := len(fi.Pods)
-		if fi.Node() != r.obj || fi.Generation != r.key.Generation || n != r.key.Pods {
-			return true
-		}
-		return n > 0 && any(fi.Pods[n-1]) != r.key.Last
+		return fi.Node() != r.obj || r.podsMoved(fi.Pods)
 	}
-	return ni.Node() != r.obj || StateOf(ni) != r.key
+	return ni.Node() != r.obj || r.podsMoved(ni.GetPods())
+}
+
+func (r *Row) podsMoved(pods []fwk.PodInfo) bool {
+	n := len(pods)
+	return n != r.key.Pods || n > 0 && any(pods[n-1]) != r.key.Last
 }
