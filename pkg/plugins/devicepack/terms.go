@@ -30,8 +30,9 @@ import (
 //	raw = wFrag·frag + wFit·fit + wValue·value + wScarcity·scarcity
 //	      - wPenalty·1000   (for a device-free pod on a node with devices)
 //
-// except for a device pod where nothing is scarce (coarse.go), where FGD's
-// band of frag comes first and value orders the nodes within a band:
+// except for a device pod where nothing is scarce and no NVLink domain is
+// weighed (coarse.go, prepare), where FGD's band of frag comes first and
+// value orders the nodes within a band:
 //
 //	raw = fgdBand(frag)·2^30 + wValue·value
 //
