@@ -30,12 +30,18 @@ var deviceLabelDomains = []string{"nvidia.com/", "amd.com/", "cloud.google.com/g
 // pod; without this the pod would wait for the periodic flush of
 // unschedulable pods (5 minutes).
 func (pl *DeviceFit) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
-	events := []fwk.ClusterEventWithHint{
-		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeLabel | fwk.UpdateNodeAllocatable | fwk.UpdateNodeTaint}, QueueingHintFn: pl.isSchedulableAfterNodeChange},
-		// An annotation change is a general Update of the target pod (no
-		// specific UpdatePodXYZ describes it); resizes are included in Update.
-		{Event: fwk.ClusterEvent{Resource: fwk.TargetPod, ActionType: fwk.Update}, QueueingHintFn: pl.isSchedulableAfterPodUpdate},
-		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}, QueueingHintFn: pl.isSchedulableAfterPodDeleted},
+	// The events on which its list may grow are those the list's carrier
+	// registers (shared.CarriedListEvents), with DeviceFit's hints.
+	events := shared.CarriedListEvents()
+	for i := range events {
+		switch events[i].Event.Resource {
+		case fwk.Node:
+			events[i].QueueingHintFn = pl.isSchedulableAfterNodeChange
+		case fwk.TargetPod:
+			events[i].QueueingHintFn = pl.isSchedulableAfterPodUpdate
+		case fwk.AssignedPod:
+			events[i].QueueingHintFn = pl.isSchedulableAfterPodDeleted
+		}
 	}
 	if pl.draExtendedResources {
 		// A class that starts serving the resource lifts the largest-node check.

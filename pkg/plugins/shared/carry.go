@@ -25,9 +25,10 @@ import fwk "k8s.io/kube-scheduler/framework"
 const ListCarrier = "DevicePack"
 
 // CarriedListEvents are the events on which DeviceFit's node list of a pod
-// may grow (DeviceFit's EventsToRegister names the same, with finer
-// hints): a node that joins or whose device labels, allocatable or taints
-// change, the pending pod's own update, a bound pod's departure. The
+// may grow (DeviceFit's EventsToRegister registers them with its hints): a
+// node that joins or whose device labels, allocatable or taints change,
+// the pending pod's own update (an annotation change is a general Update
+// of the target pod; resizes are included), a bound pod's departure. The
 // carrier registers them without hints: a pod its carried list left
 // pending is queued on each, at most one cycle too many. Lists with
 // DRA-served requests never change hands, so no DRA event is needed.

@@ -59,11 +59,7 @@ func (t *Table) readMoved(nodes []fwk.NodeInfo) bool {
 			if k := len(t.cache.Kinds()); k > len(t.free) {
 				t.free = append(t.free, make([]int64, k-len(t.free))...)
 			}
-			t.count(r, -1, false)
-			r.read(ni, key, e)
-			t.log.add(j, n)
-			t.count(r, 1, false)
-			t.intern(r)
+			t.reread(j, ni, key, e, false)
 		}
 	}
 	return true

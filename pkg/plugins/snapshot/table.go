@@ -211,11 +211,7 @@ func (t *Table) readAll(nodes []fwk.NodeInfo) {
 	for j, ni := range nodes {
 		r := &t.rows[j]
 		if key, moved := r.moved(ni, t.states[j], entries[j]); moved {
-			t.count(r, -1, recount)
-			r.read(ni, key, entries[j])
-			t.log.add(j, len(nodes))
-			t.count(r, 1, false)
-			t.intern(r)
+			t.reread(j, ni, key, entries[j], recount)
 		} else {
 			if recount {
 				t.count(r, 1, false)
@@ -239,6 +235,18 @@ func (t *Table) Current(cs fwk.CycleState) *Cycle {
 	}
 	c, _ := d.(*Cycle)
 	return c
+}
+
+// reread reads row j again from ni, in state key, with entry e: its free
+// devices taken out of the sums and put back as read, the move logged, its
+// shape interned. Under Table.mu.
+func (t *Table) reread(j int, ni fwk.NodeInfo, key NodeState, e *devices.NodeDevices, recount bool) {
+	r := &t.rows[j]
+	t.count(r, -1, recount)
+	r.read(ni, key, e)
+	t.log.add(j, len(t.rows))
+	t.count(r, 1, false)
+	t.intern(r)
 }
 
 // count adds the row's free devices, sign times, to the Table's sums; a
