@@ -52,6 +52,8 @@ const (
 	ReasonExceedsLargestNode Reason = "exceeds_largest_node" // more devices than any node offers
 	ReasonNoMatchingNode     Reason = "no_matching_node"     // no node offering the resource matches
 	ReasonUnservedResource   Reason = "unserved_resource"    // a DeviceClass names the resource, none serves it
+	ReasonPlacementRoom      Reason = "placement_room"       // a pod group's placement has too few free devices for the group
+	ReasonPlacementTwin      Reason = "placement_twin"       // a pod group's placement is the twin of one tried before it
 )
 
 // Rejections at Filter (once per node and scheduling attempt).
@@ -73,6 +75,7 @@ const (
 // front and a rejection costs one atomic add.
 var Reasons = []Reason{
 	ReasonInvalidRequest, ReasonInvalidAnnotation, ReasonCountNotAllowed, ReasonExceedsLargestNode, ReasonNoMatchingNode, ReasonUnservedResource,
+	ReasonPlacementRoom, ReasonPlacementTwin,
 	ReasonProduct, ReasonExcludedProduct, ReasonMemory, ReasonFamily, ReasonCompute, ReasonShared,
 	ReasonMIGStrategy, ReasonMIGInvalid, ReasonDeviceNode, ReasonAllocatableAboveCapacity,
 }
@@ -96,11 +99,12 @@ var (
 	}, []string{LabelResource, LabelProduct})
 
 	// FilterRejections counts DeviceFit's rejections: a PreFilter reason once
-	// per scheduling attempt, a Filter reason once per node rejected in it.
+	// per scheduling attempt, a Filter reason once per node rejected in it,
+	// a placement reason once per placement of a pod-group cycle.
 	FilterRejections = metrics.NewCounterVec(&metrics.CounterOpts{
 		Subsystem:      Subsystem,
 		Name:           "filter_rejections_total",
-		Help:           "Number of DeviceFit rejections by reason: once per scheduling attempt for request and annotation errors, once per node for node mismatches.",
+		Help:           "Number of DeviceFit rejections by reason: once per scheduling attempt for request and annotation errors, once per node for node mismatches, once per placement for a pod group's placements.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{LabelReason})
 

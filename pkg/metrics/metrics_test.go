@@ -26,7 +26,7 @@ func TestCountersOnLegacyRegistry(t *testing.T) {
 	rejections[ReasonInvalidAnnotation].Add(3)
 
 	want := `
-# HELP devicefit_filter_rejections_total [ALPHA] Number of DeviceFit rejections by reason: once per scheduling attempt for request and annotation errors, once per node for node mismatches.
+# HELP devicefit_filter_rejections_total [ALPHA] Number of DeviceFit rejections by reason: once per scheduling attempt for request and annotation errors, once per node for node mismatches, once per placement for a pod group's placements.
 # TYPE devicefit_filter_rejections_total counter
 devicefit_filter_rejections_total{reason="allocatable_above_capacity"} 0
 devicefit_filter_rejections_total{reason="compute"} 0
@@ -41,6 +41,8 @@ devicefit_filter_rejections_total{reason="memory"} 0
 devicefit_filter_rejections_total{reason="mig_invalid"} 0
 devicefit_filter_rejections_total{reason="mig_strategy"} 0
 devicefit_filter_rejections_total{reason="no_matching_node"} 0
+devicefit_filter_rejections_total{reason="placement_room"} 0
+devicefit_filter_rejections_total{reason="placement_twin"} 0
 devicefit_filter_rejections_total{reason="product"} 1
 devicefit_filter_rejections_total{reason="shared"} 0
 devicefit_filter_rejections_total{reason="unserved_resource"} 0

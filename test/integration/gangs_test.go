@@ -40,6 +40,48 @@ func TestGangs(t *testing.T) {
 	t.Run("CliqueChoice", func(t *testing.T) { testCliqueChoice(t, api.suite(t, "gangs")) })
 	t.Run("GangSelector", func(t *testing.T) { testGangSelector(t, api.suite(t, "gangsel")) })
 	t.Run("GangReasons", func(t *testing.T) { testGangReasons(t, api.suite(t, "gangwhy")) })
+	t.Run("TwinCliques", func(t *testing.T) { testTwinCliques(t, api.suite(t, "twins")) })
+}
+
+// testTwinCliques: DeviceFit judges each placement at its first member
+// (placementroom.go, twins.go). Clique full has no free GPU; cliques y
+// and z are twins, alike but for names and clique value. The 2 x 8 gang
+// binds in y or z; through the real pod-group cycle, clique full is
+// rejected for room and one of y and z as the other's twin, each counted
+// in devicefit_filter_rejections_total.
+func testTwinCliques(t *testing.T, c *cluster) {
+	const gpusPerNode = 8
+	for _, clique := range []string{"full", "y", "z"} {
+		for i := range 2 {
+			c.createNode(t, nodeSpec{name: fmt.Sprintf("twin-%s-%d", clique, i), labels: cliqueLabels(clique, gpusPerNode), devices: devs(gpu, gpusPerNode)})
+		}
+	}
+	busy := testutil.WithNewNamespace(t, c.TestContext, "busy").NS.Name
+	t.Cleanup(func() { c.deletePodsAndWait(t, busy) })
+	for i := range 2 {
+		c.createPod(t, busy, podSpec{name: podName("busy", i), nodeName: fmt.Sprintf("twin-full-%d", i),
+			devices: map[v1.ResourceName]int64{gpu: gpusPerNode, v1.ResourceCPU: 1}})
+	}
+	c.startSchedulerWithProfiles(t, loadDeployedProfiles(t)...)
+	if err := testutil.WaitForNodesInCache(c.Ctx, c.Scheduler, 6); err != nil {
+		t.Fatalf("scheduler cache: %v", err)
+	}
+	rejected := func(reason string) float64 {
+		return metricSum(t, "devicefit_filter_rejections_total", map[string]string{"reason": reason})
+	}
+	room, twins := rejected("placement_room"), rejected("placement_twin")
+	ns := c.NS.Name
+	names := c.createGang(t, ns, schedulerName, "twin-2x8", 2, gpusPerNode)
+	got := c.waitForGangBound(t, ns, "twin-2x8", len(names))
+	if !equal(got, []string{"y", "y"}) && !equal(got, []string{"z", "z"}) {
+		t.Errorf("2 x 8 gang in cliques %v, want both in y or both in z", got)
+	}
+	if d := rejected("placement_room") - room; d < 1 {
+		t.Errorf("placements rejected for room: %v more, want clique full's", d)
+	}
+	if d := rejected("placement_twin") - twins; d < 1 {
+		t.Errorf("placements rejected as twins: %v more, want one of y and z", d)
+	}
 }
 
 // testGangReasons: a pending gang pod's message names the real reason on

@@ -87,6 +87,8 @@ type DeviceFit struct {
 	// scanInFull walks every node for every pod (scan), as the reference
 	// tests hold the kept scan to.
 	scanInFull bool
+	// nodeClasses numbers node objects for twin placements (twins.go).
+	nodeClasses nodeClasses
 	// nodes reads the product of a bound pod's node in PostBind; nil when the
 	// framework has no informer factory (some tests, embedders).
 	nodes corelisters.NodeLister

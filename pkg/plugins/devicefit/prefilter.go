@@ -20,18 +20,24 @@ import (
 
 // PreFilter validates the pod's device requests and selector once per cycle,
 // and names the nodes that can take the pod (PreFilterResult), so that every
-// plugin's Filter and Score run on those only. Every rejection here is
-// UnschedulableAndUnresolvable: no preemption and no other pod's departure
-// can fix a malformed request; the pod must change (or, for a count above
-// every node, a bigger node must join, which the node queueing hints catch).
+// plugin's Filter and Score run on those only. Every rejection of the
+// pod's own request here is UnschedulableAndUnresolvable: no preemption and
+// no other pod's departure can fix a malformed request; the pod must change
+// (or, for a count above every node, a bigger node must join, which the
+// node queueing hints catch). A placement's rejection in a pod-group cycle
+// (placementRoom) is Unschedulable: the group's preemption may make room.
 //
 // In a pod-group cycle the scheduler runs PreFilter for every pod once per
 // placement (schedule_one_podgroup.go), on all nodes, and filters only the
 // placement's. The state is then kept in the PodGroupCycleState (by pod
 // UID) and reused for the pod's later placements (groupState), and no
-// node list is named.
+// node list is named. A placement without the devices the group still
+// needs is rejected at its first member (placementRoom).
 func (pl *DeviceFit) PreFilter(ctx context.Context, cycleState fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	group := podGroupCycle(cycleState)
+	if status := pl.placementRoom(cycleState, pod); status != nil {
+		return nil, status
+	}
 	if s := groupState(group, pod); s != nil && s.kindsValid() {
 		pl.writeState(cycleState, s, nil, nil)
 		// All nodes: the list was exact for the placement it was made in,

@@ -1,15 +1,19 @@
 // Package upstream is the one door through which devicefit reads what the
-// scheduler framework does not export: another plugin's PreFilter state
-// and the framework's own plugin lists. DevicePack's shortlist needs both
-// to reproduce NodeResourcesFit's and NodeDeclaredFeatures' verdicts and
-// to know which plugins a profile runs. DeviceFit also counts on one thing
-// the framework does without promising it: it copies the node names a
-// PreFilter returns (KeptResult). All are correct on v1.37.2 and nothing
-// upstream promises them across releases, so they live here and only here, and upstream_test.go runs the real framework of the pinned
+// scheduler framework does not export: another plugin's PreFilter state,
+// and the framework's own plugin lists and placements. DevicePack's
+// shortlist needs the first two to reproduce NodeResourcesFit's and
+// NodeDeclaredFeatures' verdicts and to know which plugins a profile runs;
+// DeviceFit the placement's nodes to judge whether a pod group still fits
+// there (Placement). DeviceFit also counts on one thing the framework
+// does without promising it: it copies the node names a PreFilter returns
+// (KeptResult). All are correct on v1.37.2 and nothing upstream promises
+// them across releases, so they live here and only here, and
+// upstream_test.go runs the real framework and snapshot of the pinned
 // release: the day a bump renames a state key, reshapes a state or stops
-// handing plugins the framework itself, that test fails instead of the
-// shortlist quietly turning itself off (every accessor degrades to "not
-// known", which makes the shortlist stand aside).
+// handing plugins the framework or the snapshot itself, that test fails
+// instead of the shortlist or the placement check quietly turning itself
+// off (every accessor degrades to "not known", which makes them stand
+// aside).
 package upstream
 
 import (
@@ -80,4 +84,33 @@ func Plugins(h fwk.Handle) *schedconfig.Plugins {
 // per pod at 15,000 nodes.
 func KeptResult(names sets.Set[string]) *fwk.PreFilterResult {
 	return &fwk.PreFilterResult{NodeNames: names}
+}
+
+// Placement is the placement the scheduler is trying in this pod-group
+// cycle, its name ("" outside one) and nodes (all the snapshot's nodes
+// outside one), through the snapshot's GetPlacement and
+// ListNodesInPlacement: the lister a plugin's handle gives is the
+// scheduler's snapshot itself (cache.Snapshot), though fwk.SharedLister
+// does not say so, and PreFilter is handed every node, not the
+// placement's. False when the handle's lister cannot say.
+func Placement(h fwk.Handle) (string, []fwk.NodeInfo, bool) {
+	if h == nil {
+		return "", nil, false
+	}
+	l, ok := h.SnapshotSharedLister().(interface {
+		GetPlacement() *fwk.Placement
+		ListNodesInPlacement() ([]fwk.NodeInfo, error)
+	})
+	if !ok {
+		return "", nil, false
+	}
+	nodes, err := l.ListNodesInPlacement()
+	if err != nil {
+		return "", nil, false
+	}
+	var name string
+	if p := l.GetPlacement(); p != nil {
+		name = p.Name
+	}
+	return name, nodes, true
 }

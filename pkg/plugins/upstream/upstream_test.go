@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 
@@ -52,6 +53,12 @@ func realFramework(t *testing.T) (framework.Framework, fwk.Handle) {
 // realFrameworkKeeper is realFramework, with the plugin itself.
 func realFrameworkKeeper(t *testing.T) (framework.Framework, *handleKeeper) {
 	t.Helper()
+	return realFrameworkOver(t, cache.NewEmptySnapshot())
+}
+
+// realFrameworkOver is realFrameworkKeeper over the snapshot snap.
+func realFrameworkOver(t *testing.T, snap *cache.Snapshot) (framework.Framework, *handleKeeper) {
+	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	// The framework counts into the scheduler's metrics, which kube-scheduler
 	// initialises at start.
@@ -88,7 +95,7 @@ func realFrameworkKeeper(t *testing.T) (framework.Framework, *handleKeeper) {
 	fw, err := frameworkruntime.NewFramework(ctx, registry, profile,
 		frameworkruntime.WithClientSet(client),
 		frameworkruntime.WithInformerFactory(informers.NewSharedInformerFactory(client, 0)),
-		frameworkruntime.WithSnapshotSharedLister(cache.NewEmptySnapshot()))
+		frameworkruntime.WithSnapshotSharedLister(snap))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,5 +185,54 @@ func TestKeptResultIsCopied(t *testing.T) {
 	kept.Insert("c")
 	if !kept.Has("a") || res.NodeNames.Has("c") {
 		t.Errorf("the framework's result shares the plugin's set (kept %v, result %v): KeptResult must copy it", sets.List(kept), sets.List(res.NodeNames))
+	}
+}
+
+// TestPlacementIsTheSnapshots: through the handle the real framework gives
+// a plugin, Placement is the placement the snapshot assumed, by name and
+// nodes, and every node outside one.
+func TestPlacementIsTheSnapshots(t *testing.T) {
+	nodes := []*v1.Node{
+		{ObjectMeta: metav1.ObjectMeta{Name: "a"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "b"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "c"}},
+	}
+	snap := cache.NewSnapshot(nil, nodes)
+	_, keeper := realFrameworkOver(t, snap)
+	placement := ""
+	names := func() []string {
+		t.Helper()
+		name, got, ok := Placement(keeper.h)
+		if !ok {
+			t.Fatal("Placement: the handle's lister cannot list a placement's nodes")
+		}
+		placement = name
+		var out []string
+		for _, ni := range got {
+			out = append(out, ni.Node().Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got := names(); !slices.Equal(got, []string{"a", "b", "c"}) || placement != "" {
+		t.Errorf("outside a placement: %q %v, want no name and every node", placement, got)
+	}
+	b, err := snap.Get("b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := snap.Get("c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := snap.AssumePlacement(&fwk.Placement{Name: "bc", Nodes: []fwk.NodeInfo{b, c}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(); !slices.Equal(got, []string{"b", "c"}) || placement != "bc" {
+		t.Errorf("in placement bc: %q %v", placement, got)
+	}
+	snap.ForgetPlacement()
+	if got := names(); len(got) != 3 {
+		t.Errorf("after the placement: %v, want every node", got)
 	}
 }
