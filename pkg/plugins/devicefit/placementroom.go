@@ -63,7 +63,7 @@ func (pl *DeviceFit) placementRoom(cs fwk.CycleState, pod *v1.Pod) *fwk.Status {
 			if status = shortOf(facts.need, nodes); status != nil {
 				pl.rejections[metrics.ReasonPlacementRoom].Inc()
 			} else if facts.twins {
-				status = pl.twinOf(group, facts, placementName, nodes)
+				status = pl.twinOf(group, pod.Namespace+"/"+name, facts, placementName, nodes)
 			}
 		}
 	}

@@ -37,7 +37,11 @@ import (
 // nodeClasses); its requested resources; and of each pod its namespace,
 // labels, priority, affinity, host ports and volumes (appendPods). A node
 // with nominated pods, which Filter adds to it, has no twin.
-func (pl *DeviceFit) twinOf(group fwk.PodGroupCycleState, facts *groupFacts, placement string, nodes []fwk.NodeInfo) *fwk.Status {
+//
+// The placements are kept per pod group (groupKey, namespace/name): the
+// members of another group in the same cycle (a composite group's
+// children) are other pods.
+func (pl *DeviceFit) twinOf(group fwk.PodGroupCycleState, groupKey string, facts *groupFacts, placement string, nodes []fwk.NodeInfo) *fwk.Status {
 	lister := pl.handle.SnapshotSharedLister()
 	if placement == "" || len(nodes) == 0 || lister == nil {
 		return nil
@@ -46,7 +50,7 @@ func (pl *DeviceFit) twinOf(group fwk.PodGroupCycleState, facts *groupFacts, pla
 	if err != nil || len(all) == 0 {
 		return nil
 	}
-	key := fwk.StateKey("PreFilter" + Name + "/twins")
+	key := fwk.StateKey("PreFilter" + Name + "/twins/" + groupKey)
 	ts, _ := readTwins(group, key)
 	if ts == nil || ts.list != &all[0] {
 		// A new cycle, or the snapshot cloned for the group's preemption
