@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -83,6 +84,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		cpuProfile  = fs.String("cpuprofile", "", "write a CPU profile (pprof) to this file")
 		memProfile  = fs.String("memprofile", "", "write a heap profile (pprof, allocations included) to this file at the end")
 		gcPercent   = fs.Int("gc-percent", replayGCPercent, "the Go garbage collector's target (GOGC) for this process; the GOGC environment variable, when set, wins (does not change results)")
+		moveBudget  = fs.Float64("move-budget", 0, "run the defragmenter in the loop: when a pod fits nowhere, move at most --max-moves pods so that it fits, the moves totalling at most this percent of the arrivals so far (0: off; 1 is one move per hundred arrivals)")
+		maxMoves    = fs.Int("max-moves", 2, "with --move-budget, the most pods moved for one pending pod")
+		consolidate = fs.Float64("consolidate", 0, "with --move-budget, also move a device-free pod with no pod pending when that frees at least this many stranded devices (0: only for pending pods)")
+		offline     = fs.Bool("offline", false, "also replay each policy on the pods arrived by 100%, all at once, largest first, without moves (a clairvoyant packing, beside what moves reach)")
 		profiles    = fs.StringArray("profile", nil, "KubeSchedulerConfiguration file to replay as a further policy, named by the file's base name (repeatable)")
 	)
 	rest, code, exit := cmd.Parse(args, stdout, stderr)
@@ -117,6 +122,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if *modelChoice && devChoice == replay.ChoiceFirstFit {
 		return fail(errors.New("--model-device-choice needs an oracle --device-choice (best-fit or fgd)"))
+	}
+	if math.IsNaN(*moveBudget) || *moveBudget < 0 || *moveBudget > 100 {
+		return fail(fmt.Errorf("--move-budget %v: want a percent of the arrivals from 0 to 100", *moveBudget))
+	}
+	defrag := replay.DefragOptions{Budget: *moveBudget / 100, MaxMoves: *maxMoves, Consolidate: *consolidate}
+	if err := defrag.Validate(); err != nil {
+		return fail(fmt.Errorf("--move-budget %v, --max-moves %d, --consolidate %v: %w", *moveBudget, *maxMoves, *consolidate, err))
 	}
 	nodes, err := replay.LoadNodes(*nodesFile)
 	if err != nil {
@@ -177,9 +189,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Fractional: frac,
 		Arrival:    replay.ArrivalOptions{Tune: *tune, Order: ord, Seed: *seed},
 		Policies:   pols,
-		Engine: replay.EngineOptions{Parallelism: *par, AllNodes: *allNodes, NoPrescreen: *noPrescreen, Progress: progress, Devices: mode,
+		Engine: replay.EngineOptions{Defrag: defrag, Parallelism: *par, AllNodes: *allNodes, NoPrescreen: *noPrescreen, Progress: progress, Devices: mode,
 			DeviceChoice: devChoice, ModelDeviceChoice: *modelChoice},
 		Timing:  *timing,
+		Offline: *offline,
 		Version: version.Get().GitVersion,
 	})
 	if err != nil {

@@ -59,6 +59,10 @@ func TestRunErrors(t *testing.T) {
 		{name: "bad device choice", args: []string{"--nodes", scenario, "--pods", scenario, "--fractional", "dra-shares", "--devices", "dra", "--device-choice", "worst-fit"}, want: 1},
 		{name: "device choice without shares", args: []string{"--nodes", scenario, "--pods", scenario, "--device-choice", "fgd"}, want: 1},
 		{name: "model without an oracle", args: []string{"--nodes", scenario, "--pods", scenario, "--fractional", "dra-shares", "--devices", "dra", "--model-device-choice"}, want: 1},
+		{name: "negative move budget", args: []string{"--nodes", scenario, "--pods", scenario, "--move-budget", "-1"}, want: 1},
+		{name: "move budget over 100%", args: []string{"--nodes", scenario, "--pods", scenario, "--move-budget", "150"}, want: 1},
+		{name: "no moves per pending pod", args: []string{"--nodes", scenario, "--pods", scenario, "--move-budget", "1", "--max-moves", "0"}, want: 1},
+		{name: "malformed move budget", args: []string{"--nodes", scenario, "--pods", scenario, "--move-budget", "1%"}, want: 2},
 		{name: "stray argument", args: []string{"--nodes", scenario, "--pods", scenario, "extra"}, want: 1},
 		{name: "help", args: []string{"-h"}, want: 0},
 	}

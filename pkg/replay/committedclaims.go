@@ -3,6 +3,7 @@ package replay
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -51,6 +52,15 @@ type committedClaims struct {
 	dedicated   sets.Set[structured.DeviceID]
 	shared      sets.Set[structured.SharedDeviceID]
 	consumed    structured.ConsumedCapacityCollection
+	// byPod are each pod's committed claims, for release.
+	byPod map[types.UID][]committedClaim
+}
+
+// committedClaim is one claim commit made for a pod: its allocation, and
+// its key in bound ("" for the in-memory claim of an extended resource).
+type committedClaim struct {
+	key        string
+	allocation *resourceapi.AllocationResult
 }
 
 func newCommittedDRA(m fwk.SharedDRAManager) *committedDRA {
@@ -61,6 +71,7 @@ func newCommittedDRA(m fwk.SharedDRAManager) *committedDRA {
 		dedicated:            sets.New[structured.DeviceID](),
 		shared:               sets.New[structured.SharedDeviceID](),
 		consumed:             structured.NewConsumedCapacityCollection(),
+		byPod:                map[types.UID][]committedClaim{},
 	}}
 }
 
@@ -163,14 +174,36 @@ func (c *committedClaims) commit(pod types.UID, podName string, rewrite func(*re
 		// nobody can look it up by name, only its devices count.
 		_, err := c.ResourceClaimTracker.Get(claim.Namespace, claim.Name)
 		c.mu.Lock()
+		key := ""
 		if err == nil {
-			c.bound[bound.Namespace+"/"+bound.Name] = bound
+			key = bound.Namespace + "/" + bound.Name
+			c.bound[key] = bound
 		}
+		c.byPod[pod] = append(c.byPod[pod], committedClaim{key: key, allocation: bound.Status.Allocation})
 		c.allocations = append(c.allocations, bound.Status.Allocation)
 		add(bound.Status.Allocation, c.dedicated, c.shared, c.consumed)
 		c.mu.Unlock()
 	}
 	return errors.Join(errs...)
+}
+
+// release undoes commit for a pod that leaves its node (a defragmenter's
+// move): as when the pod is deleted and the resourceclaim controller
+// deallocates its claims, they read unallocated again and what they held
+// is free. The committed sets are changed in place: their readers take
+// them afresh each cycle (GatherAllocatedState), and nothing releases
+// while a cycle runs.
+func (c *committedClaims) release(pod types.UID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, cc := range c.byPod[pod] {
+		if cc.key != "" {
+			delete(c.bound, cc.key)
+		}
+		c.allocations = slices.DeleteFunc(c.allocations, func(a *resourceapi.AllocationResult) bool { return a == cc.allocation })
+		remove(cc.allocation, c.dedicated, c.shared, c.consumed)
+	}
+	delete(c.byPod, pod)
 }
 
 // verify recomputes the committed state from the allocations: the sets
@@ -229,6 +262,27 @@ func add(a *resourceapi.AllocationResult, dedicated sets.Set[structured.DeviceID
 		shared.Insert(structured.MakeSharedDeviceID(id, r.ShareID))
 		if r.ConsumedCapacity != nil {
 			consumed.Insert(structured.NewDeviceConsumedCapacity(id, r.ConsumedCapacity))
+		}
+	}
+}
+
+// remove undoes add for one allocation.
+func remove(a *resourceapi.AllocationResult, dedicated sets.Set[structured.DeviceID], shared sets.Set[structured.SharedDeviceID], consumed structured.ConsumedCapacityCollection) {
+	if a == nil {
+		return
+	}
+	for _, r := range a.Devices.Results {
+		if ptr.Deref(r.AdminAccess, false) {
+			continue
+		}
+		id := structured.MakeDeviceID(r.Driver, r.Pool, r.Device)
+		if r.ShareID == nil {
+			dedicated.Delete(id)
+			continue
+		}
+		shared.Delete(structured.MakeSharedDeviceID(id, r.ShareID))
+		if r.ConsumedCapacity != nil {
+			consumed.Remove(structured.NewDeviceConsumedCapacity(id, r.ConsumedCapacity))
 		}
 	}
 }

@@ -63,6 +63,8 @@ type EngineOptions struct {
 	// the framework gets (dra.DeviceChooser); otherwise it models first
 	// fit, as in a cluster.
 	ModelDeviceChoice bool
+	// Defrag runs the defragmenter in the loop (defragloop.go).
+	Defrag DefragOptions
 	// onPlugin is called with every plugin the framework builds (the
 	// soak reads DevicePack's workload through it).
 	onPlugin func(fwk.Plugin)
@@ -351,6 +353,16 @@ func RunPolicy(ctx context.Context, pol Policy, fleet []NodeSpec, arrivals []Arr
 		res.Selector = "annotation"
 	}
 	m := s.metrics
+	var d *defragger
+	if opts.Defrag.Budget > 0 {
+		d = newDefragger(opts.Defrag, len(arrivals), len(fleet))
+		// Moved pods leave their node info, as deleted pods leave the
+		// scheduler's cache: bound, not assumed.
+		s.bound = true
+		res.Defrag = &DefragResult{Budget: opts.Defrag.Budget, MaxMoves: opts.Defrag.MaxMoves}
+	}
+	r := &policyRun{s: s, res: res, arrivals: arrivals, d: d, name: pol.Name}
+	record := r.record
 	nextPoint := int64(0)
 	lastReport := time.Now()
 	for i := range arrivals {
@@ -376,25 +388,13 @@ func RunPolicy(ctx context.Context, pol Policy, fleet []NodeSpec, arrivals []Arr
 			return nil, fmt.Errorf("policy %s, pod %s (%s): %w", pol.Name, a.Name, a.Pod.Source, err)
 		}
 		m.arrived = after
-		if out.node < 0 {
-			m.failed++
-			if a.Pod.GPUs > 0 {
-				m.failedDevice++
+		if err := record(i, pod, out, arrived); err != nil {
+			return nil, err
+		}
+		if d != nil {
+			if err := d.step(ctx, s, i, record); err != nil {
+				return nil, fmt.Errorf("policy %s, moves after pod %s (%s): %w", pol.Name, a.Name, a.Pod.Source, err)
 			}
-			for _, p := range out.rejectedBy {
-				s.failed[p]++
-			}
-			res.Failures = append(res.Failures, Failure{Index: i, ArrivedPct: round2(100 * float64(after) / float64(m.capacity)),
-				Pod: a.Pod, Name: a.Name, RejectedBy: out.rejectedBy})
-		} else {
-			m.allocated += a.Pod.MilliGPUs()
-			if m.shares != nil {
-				if err := m.shares.place(out.node, a.Pod, out.gpu); err != nil {
-					return nil, fmt.Errorf("policy %s, pod %s: %w", pol.Name, a.Name, err)
-				}
-			}
-			m.update(out.node, s.nodes[out.node])
-			res.Placements[i] = s.nodes[out.node].Node().Name
 		}
 		if opts.Progress != nil && (i+1)%256 == 0 && time.Since(lastReport) > 2*time.Second {
 			lastReport = time.Now()
@@ -408,6 +408,9 @@ func RunPolicy(ctx context.Context, pol Policy, fleet []NodeSpec, arrivals []Arr
 		nextPoint++
 	}
 	res.Final = m.point(len(arrivals))
+	if d != nil {
+		res.Defrag.Moves, res.Defrag.Rescued, res.Defrag.Lost = m.moves, d.rescued, d.lost
+	}
 	if s.choice != ChoiceFirstFit {
 		res.MovedShares = s.moved
 		for i := range arrivals {
@@ -433,4 +436,66 @@ func RunPolicy(ctx context.Context, pol Policy, fleet []NodeSpec, arrivals []Arr
 	wall := round2(time.Since(begin).Seconds())
 	res.WallSeconds = &wall
 	return res, nil
+}
+
+// policyRun is one policy's replay under way: what record books outcomes
+// into.
+type policyRun struct {
+	s        *simulation
+	res      *PolicyResult
+	arrivals []Arrival
+	d        *defragger // nil: no defragmenter
+	name     string
+}
+
+// record books an outcome of arrival idx: on arrival, placed again after
+// a move, or placed after waiting.
+func (r *policyRun) record(idx int, pod *v1.Pod, out outcome, how outcomeOf) error {
+	s, m, res, d := r.s, r.s.metrics, r.res, r.d
+	a := &r.arrivals[idx]
+	if how == rescued {
+		m.failed--
+		if a.Pod.GPUs > 0 {
+			m.failedDevice--
+		}
+		k := slices.IndexFunc(res.Failures, func(f Failure) bool { return f.Index == idx })
+		for _, p := range res.Failures[k].RejectedBy {
+			s.failed[p]--
+		}
+		res.Failures = slices.Delete(res.Failures, k, k+1)
+	}
+	if out.node < 0 {
+		m.failed++
+		if a.Pod.GPUs > 0 {
+			m.failedDevice++
+		}
+		for _, p := range out.rejectedBy {
+			s.failed[p]++
+		}
+		rejectedBy := out.rejectedBy
+		if how == moved {
+			rejectedBy = append([]string{"moved by the defragmenter"}, rejectedBy...)
+		}
+		res.Failures = append(res.Failures, Failure{Index: idx, ArrivedPct: round2(100 * float64(m.arrived) / float64(m.capacity)),
+			Pod: a.Pod, Name: a.Name, RejectedBy: rejectedBy})
+		res.Placements[idx] = ""
+		if d != nil {
+			d.pend(idx, pod, a.Pod)
+		}
+		return nil
+	}
+	m.allocated += a.Pod.MilliGPUs()
+	var gpus []int
+	if m.shares != nil {
+		var err error
+		if gpus, err = m.shares.place(out.node, a.Pod, out.gpu); err != nil {
+			return fmt.Errorf("policy %s, pod %s: %w", r.name, a.Name, err)
+		}
+	}
+	m.update(out.node, s.nodes[out.node])
+	res.Placements[idx] = s.nodes[out.node].Node().Name
+	if d != nil {
+		d.bind(idx, pod, a.Pod, out.node, gpus)
+	}
+	return nil
 }

@@ -23,6 +23,8 @@ type tracker struct {
 	device               []devices.Device // per node, from its labels
 	stranded             []float64        // per node
 	deviceNode           []bool
+	// moves counts the pods the defragmenter moved.
+	moves int
 	// gpus is each node's devices (in DRA mode no node advertises them).
 	gpus []int64
 	// shares models the shared GPUs in dra-shares mode (nil otherwise);
@@ -81,16 +83,23 @@ func (t *tracker) update(i int, ni fwk.NodeInfo) {
 		return
 	}
 	alloc, req := ni.GetAllocatable(), ni.GetRequested()
-	if t.shares != nil {
-		t.stranded[i] = t.strandedShares(i, t.shares.used[i], alloc.GetMilliCPU()-req.GetMilliCPU(), alloc.GetMemory()-req.GetMemory())
-		return
+	t.stranded[i] = t.strandedFree(i, t.gpus[i]-req.GetScalarResources()[DeviceResource], alloc.GetMilliCPU()-req.GetMilliCPU(), alloc.GetMemory()-req.GetMemory())
+}
+
+// strandedFree is node i's stranded devices with devices (or, in dra-shares
+// mode, its GPUs' shares as the model has them), milliCPU and memory left.
+func (t *tracker) strandedFree(i int, devs, milliCPU, memory int64) float64 {
+	if t.workload == nil || !t.deviceNode[i] {
+		return 0
 	}
-	free := t.gpus[i] - req.GetScalarResources()[DeviceResource]
-	t.stranded[i] = t.workload.Stranded(devices.NodeFree{
+	if t.shares != nil {
+		return t.strandedShares(i, t.shares.used[i], milliCPU, memory)
+	}
+	return t.workload.Stranded(devices.NodeFree{
 		Resource:    DeviceResource,
-		Devices:     max(free, 0),
-		MilliCPU:    max(alloc.GetMilliCPU()-req.GetMilliCPU(), 0),
-		MemoryBytes: max(alloc.GetMemory()-req.GetMemory(), 0),
+		Devices:     max(devs, 0),
+		MilliCPU:    max(milliCPU, 0),
+		MemoryBytes: max(memory, 0),
 		Device:      t.device[i],
 	})
 }
@@ -128,6 +137,7 @@ func (t *tracker) point(pods int) Point {
 		FailedPods:       t.failed,
 		FailedDevicePods: t.failedDevice,
 		Pods:             pods,
+		Moves:            t.moves,
 	}
 }
 

@@ -30,6 +30,10 @@ type Config struct {
 	Arrival             ArrivalOptions
 	Policies            []Policy
 	Engine              EngineOptions
+	// Offline also replays each policy on the pods arrived by 100%, all
+	// at once, largest first (OfflineArrivals), without moves: the
+	// clairvoyant packing a defragmenter's moves approach.
+	Offline bool
 	// Timing adds wall_seconds to each policy. Off, the JSON is
 	// byte-identical for the same inputs and flags.
 	Timing bool
@@ -134,6 +138,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
+		if cfg.Offline {
+			engine := cfg.Engine
+			engine.Defrag, engine.Progress = DefragOptions{}, nil
+			off, err := RunPolicy(ctx, pol, cfg.Nodes, OfflineArrivals(arrivals, capacity), wl, engine)
+			if err != nil {
+				return nil, fmt.Errorf("policy %s, offline packing: %w", pol.Name, err)
+			}
+			pr.Offline = &off.Final
+		}
 		if !cfg.Timing {
 			pr.WallSeconds = nil
 		}
@@ -204,15 +217,27 @@ func WriteTable(w io.Writer, res *Result) error {
 		}
 		fmt.Fprintf(w, "device choice of share claims: %s oracle in place of the allocator's first fit (%s)\n", in.DeviceChoice, model)
 	}
+	if d := defragOf(res); d != nil {
+		fmt.Fprintf(w, "defragmenter in the loop: at most %g%% of the arrivals moved, %d per pending pod\n", 100*d.Budget, d.MaxMoves)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "policy\tarrived%\tallocated%\tunallocated%\tfragmented%\tfailed pods\tfailed device pods\twall s\t")
+	moves := defragOf(res) != nil
+	header := "policy\tarrived%\tallocated%\tunallocated%\tfragmented%\tfailed pods\tfailed device pods\t"
+	if moves {
+		header += "moves\t"
+	}
+	fmt.Fprintln(tw, header+"wall s\t")
 	for _, p := range res.Policies {
 		wall := "-"
 		if p.WallSeconds != nil {
 			wall = fmt.Sprintf("%.1f", *p.WallSeconds)
 		}
 		row := func(label string, pt Point, wall string) {
-			fmt.Fprintf(tw, "%s\t%s\t%.2f\t%.2f\t%.2f\t%d\t%d\t%s\t\n", p.Name, label, pt.AllocatedPct, pt.UnallocatedPct, pt.FragmentedPct, pt.FailedPods, pt.FailedDevicePods, wall)
+			fmt.Fprintf(tw, "%s\t%s\t%.2f\t%.2f\t%.2f\t%d\t%d\t", p.Name, label, pt.AllocatedPct, pt.UnallocatedPct, pt.FragmentedPct, pt.FailedPods, pt.FailedDevicePods)
+			if moves {
+				fmt.Fprintf(tw, "%d\t", pt.Moves)
+			}
+			fmt.Fprintf(tw, "%s\t\n", wall)
 		}
 		for _, pct := range tablePercents {
 			if pt, ok := p.At(pct); ok {
@@ -224,6 +249,18 @@ func WriteTable(w io.Writer, res *Result) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	for _, p := range res.Policies {
+		if o := p.Offline; o != nil {
+			if _, err := fmt.Fprintf(w, "%s: offline, the pods arrived by 100%% all at once, largest first: allocated %.2f%%, %d pods left out\n", p.Name, o.AllocatedPct, o.FailedPods); err != nil {
+				return err
+			}
+		}
+		if d := p.Defrag; d != nil {
+			if _, err := fmt.Fprintf(w, "%s: %d pods moved, %d pending pods placed after moves, %d moved pods placed nowhere again\n", p.Name, d.Moves, d.Rescued, d.Lost); err != nil {
+				return err
+			}
+		}
+	}
 	if in.DeviceChoice != "" {
 		for _, p := range res.Policies {
 			if _, err := fmt.Fprintf(w, "%s: the %s oracle gave %d of the %d shares placed another GPU than first fit's\n", p.Name, in.DeviceChoice, p.MovedShares, p.SharesPlaced); err != nil {
@@ -232,6 +269,17 @@ func WriteTable(w io.Writer, res *Result) error {
 		}
 	}
 	return writeFailures(w, res)
+}
+
+// defragOf is the first policy's defragmenter result (all policies of a
+// run share the options), nil when it was off.
+func defragOf(res *Result) *DefragResult {
+	for _, p := range res.Policies {
+		if p.Defrag != nil {
+			return p.Defrag
+		}
+	}
+	return nil
 }
 
 func writeFailures(w io.Writer, res *Result) error {

@@ -30,6 +30,11 @@ type PolicyResult struct {
 	// have; SharesPlaced the share claims placed.
 	MovedShares  int `json:"moved_shares,omitempty"`
 	SharesPlaced int `json:"shares_placed,omitempty"`
+	// Offline is the policy's final state on the pods arrived by 100%,
+	// all at once, largest first (Config.Offline; nil when not asked).
+	Offline *Point `json:"offline,omitempty"`
+	// Defrag is what the in-loop defragmenter did (nil: it was off).
+	Defrag *DefragResult `json:"defrag,omitempty"`
 	// Failures lists every failed pod (not in the JSON; see WriteFailures).
 	Failures []Failure `json:"-"`
 	// Placements holds, per arrival, the node it was bound to ("" when it
@@ -68,4 +73,17 @@ type Point struct {
 	FailedDevicePods int `json:"failed_device_pods"`
 	// Pods is the number of pods tried so far.
 	Pods int `json:"pods"`
+	// Moves counts the pods the defragmenter moved so far.
+	Moves int `json:"moves,omitempty"`
+}
+
+// DefragResult is what the in-loop defragmenter did (DefragOptions).
+type DefragResult struct {
+	Budget   float64 `json:"budget"`
+	MaxMoves int     `json:"max_moves"`
+	// Moves counts the pods moved; Rescued the pending pods placed after
+	// moves; Lost the moved pods the profile placed nowhere again.
+	Moves   int `json:"moves"`
+	Rescued int `json:"rescued"`
+	Lost    int `json:"lost"`
 }

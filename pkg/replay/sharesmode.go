@@ -137,30 +137,46 @@ func newShareTracker(fleet []NodeSpec) *shareTracker {
 }
 
 // place records pod p on node i; a fractional pod's share goes on GPU gpu
-// (the oracle's choice), or by first fit when gpu is negative.
-func (t *shareTracker) place(i int, p *PodSpec, gpu int) error {
+// (the oracle's choice), or by first fit when gpu is negative. It returns
+// the GPUs the pod holds, which remove needs to take it off again.
+func (t *shareTracker) place(i int, p *PodSpec, gpu int) ([]int, error) {
 	gpus := t.used[i]
 	if p.Fractional() {
 		if gpu < 0 {
 			gpu = t.firstFit(i, p.GPUMilli)
 		}
 		if gpu < 0 || gpu >= len(gpus) || gpus[gpu]+p.GPUMilli > sharesPerGPU {
-			return fmt.Errorf("no GPU of node %d has %d shares left (GPU %d chosen), yet the pod was placed there", i, p.GPUMilli, gpu)
+			return nil, fmt.Errorf("no GPU of node %d has %d shares left (GPU %d chosen), yet the pod was placed there", i, p.GPUMilli, gpu)
 		}
 		gpus[gpu] += p.GPUMilli
-		return nil
+		return []int{gpu}, nil
 	}
-	need := p.GPUs
+	var held []int
 	for j := range gpus {
-		if need > 0 && gpus[j] == 0 {
+		if int64(len(held)) < p.GPUs && gpus[j] == 0 {
 			gpus[j] = sharesPerGPU
-			need--
+			held = append(held, j)
 		}
 	}
-	if need > 0 {
-		return fmt.Errorf("node %d has fewer than %d untouched GPUs, yet the pod was placed there", i, p.GPUs)
+	if int64(len(held)) < p.GPUs {
+		for _, j := range held {
+			gpus[j] = 0
+		}
+		return nil, fmt.Errorf("node %d has fewer than %d untouched GPUs, yet the pod was placed there", i, p.GPUs)
 	}
-	return nil
+	return held, nil
+}
+
+// remove takes pod p, holding held (place's result), off node i: a moved
+// pod's claim is deallocated.
+func (t *shareTracker) remove(i int, p *PodSpec, held []int) {
+	take := int64(sharesPerGPU)
+	if p.Fractional() {
+		take = p.GPUMilli
+	}
+	for _, j := range held {
+		t.used[i][j] -= take
+	}
 }
 
 // firstFit returns the first GPU of node i with share shares left, or -1.
@@ -213,8 +229,13 @@ const shareEpsilon = 1e-9
 // such a request there, product selectors aside. Any oracle choice puts a
 // share on a GPU with room, so it agrees.
 func (t *shareTracker) fits(i int, whole, share int64) bool {
+	return sharesFit(t.used[i], whole, share)
+}
+
+// sharesFit is fits for a node's GPUs used as given.
+func sharesFit(used []int64, whole, share int64) bool {
 	var untouched int64
-	for _, u := range t.used[i] {
+	for _, u := range used {
 		if share > 0 && u+share <= sharesPerGPU {
 			return true
 		}

@@ -1,0 +1,249 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// TestDefragMovesForPendingPods: a pod fits nowhere until one pod moves,
+// through the real profile (and, with DRA, the allocator: the claims'
+// state must match the shares model afterwards).
+//
+// "cpu pod": a: 1 GPU, 8 CPU, holding a CPU-only pod of 6; b: its GPU held
+// by a pod of 7 CPU; c: no GPU, 8 CPU. A 1-GPU pod of 4 CPU (a share of
+// 500 in dra-shares mode) fits nowhere. Moving b's pod helps nothing (it
+// fits nowhere else); moving a's CPU pod to c lets the pending pod fit a.
+//
+// "device pod": a: its GPU held by a pod of 2 CPU (a share of 600), 6 CPU
+// left; b: a free GPU, its CPU held by a pod of 7; c: a free GPU, 3 CPU.
+// The pending pod fits a once a's device pod has moved to c, its claim
+// deallocated.
+//
+// The defragmenter makes the move when the budget allows it.
+func TestDefragMovesForPendingPods(t *testing.T) {
+	type scenario struct {
+		fleet  []NodeSpec
+		specs  []PodSpec
+		pinned []string
+		// after: the placements after the move.
+		after []string
+		// placed: milli-GPU placed after the move, of which the pending
+		// pod's share.
+		placed int64
+	}
+	shares := EngineOptions{Devices: DevicesDRA, Shares: true}
+	cpuPod := func(share int64) scenario {
+		return scenario{
+			fleet: []NodeSpec{
+				{Name: "a", MilliCPU: 8000, MemoryMiB: 64 << 10, GPUs: 1, Model: "T4"},
+				{Name: "b", MilliCPU: 8000, MemoryMiB: 64 << 10, GPUs: 1, Model: "T4"},
+				{Name: "c", MilliCPU: 8000, MemoryMiB: 64 << 10},
+			},
+			specs: []PodSpec{
+				{Name: "cpu", MilliCPU: 6000, MemoryMiB: 1024},
+				{Name: "held", MilliCPU: 7000, MemoryMiB: 1024, GPUs: 1, GPUMilli: 1000},
+				{Name: "pending", MilliCPU: 4000, MemoryMiB: 1024, GPUs: 1, GPUMilli: share},
+			},
+			pinned: []string{"a", "b", ""},
+			after:  []string{"c", "b", "a"},
+			placed: 1000 + share,
+		}
+	}
+	devicePod := func(held, share int64) scenario {
+		return scenario{
+			fleet: []NodeSpec{
+				{Name: "a", MilliCPU: 8000, MemoryMiB: 64 << 10, GPUs: 1, Model: "T4"},
+				{Name: "b", MilliCPU: 8000, MemoryMiB: 64 << 10, GPUs: 1, Model: "T4"},
+				{Name: "c", MilliCPU: 3000, MemoryMiB: 64 << 10, GPUs: 1, Model: "T4"},
+			},
+			specs: []PodSpec{
+				{Name: "held", MilliCPU: 2000, MemoryMiB: 1024, GPUs: 1, GPUMilli: held},
+				{Name: "cpu", MilliCPU: 7000, MemoryMiB: 1024},
+				{Name: "pending", MilliCPU: 4000, MemoryMiB: 1024, GPUs: 1, GPUMilli: share},
+			},
+			pinned: []string{"a", "b", ""},
+			after:  []string{"c", "b", "a"},
+			placed: held + share,
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		scen   scenario
+		opts   EngineOptions
+		budget float64
+		// moves: the move is made; else the pod stays pending.
+		moves bool
+	}{
+		{name: "cpu pod", scen: cpuPod(1000), budget: 0.5, moves: true},
+		{name: "cpu pod, dra-shares", scen: cpuPod(500), opts: shares, budget: 0.5, moves: true},
+		{name: "cpu pod, budget spent", scen: cpuPod(1000), budget: 0.3},
+		{name: "cpu pod, dra-shares, budget spent", scen: cpuPod(500), opts: shares, budget: 0.3},
+		{name: "device pod", scen: devicePod(1000, 1000), budget: 0.5, moves: true},
+		{name: "device pod, dra-shares", scen: devicePod(600, 500), opts: shares, budget: 0.5, moves: true},
+		{name: "device pod, dra, whole GPUs", scen: devicePod(1000, 1000), opts: EngineOptions{Devices: DevicesDRA}, budget: 0.5, moves: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fleet, specs, pinned := tc.scen.fleet, tc.scen.specs, tc.scen.pinned
+			arrivals := make([]Arrival, len(specs))
+			for i := range specs {
+				arrivals[i] = Arrival{Pod: &specs[i], Name: specs[i].Name}
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			s, err := newSimulation(ctx, policies(t, PolicyDeviceFit)[0], fleet, arrivals, nil, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.bound = true
+			d := newDefragger(DefragOptions{Budget: tc.budget, MaxMoves: 1}, len(arrivals), len(fleet))
+			res := &PolicyResult{FailedBy: s.failed, Placements: make([]string, len(arrivals))}
+			r := &policyRun{s: s, res: res, arrivals: arrivals, d: d, name: "devicefit"}
+			for i := range arrivals {
+				pod := NewPod(&arrivals[i], "uid-"+specs[i].Name, policies(t, PolicyDeviceFit)[0].Profile.SchedulerName, s.style)
+				s.request = requestOf(&specs[i], tc.opts.Shares)
+				if tc.opts.Shares && specs[i].Fractional() {
+					withShareClaim(pod, &arrivals[i])
+				}
+				if pinned[i] != "" {
+					pod.Spec.NodeSelector = map[string]string{v1.LabelHostname: pinned[i]}
+				}
+				out, err := s.schedule(ctx, pod)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := r.record(i, pod, out, arrived); err != nil {
+					t.Fatal(err)
+				}
+				if p := d.placed[i]; p != nil {
+					// The setup pins the pods; their controllers' new pods
+					// are free to go anywhere.
+					p.pod.Spec.NodeSelector = nil
+				}
+			}
+			if got := res.Placements; !slices.Equal(got, pinned) {
+				t.Fatalf("set-up placements %q, want %q", got, pinned)
+			}
+			if err := d.step(ctx, s, len(arrivals)-1, r.record); err != nil {
+				t.Fatal(err)
+			}
+			want := pinned
+			if tc.moves {
+				want = tc.scen.after
+			}
+			for i, w := range want {
+				if got := res.Placements[i]; got != w {
+					t.Errorf("%s on %q, want %q", specs[i].Name, got, w)
+				}
+			}
+			wantMoves, wantPending := 0, 1
+			if tc.moves {
+				wantMoves, wantPending = 1, 0
+			}
+			m := s.metrics
+			if m.moves != wantMoves || d.rescued != wantMoves || d.lost != 0 || len(d.pending) != wantPending || m.failed != wantPending || len(res.Failures) != wantPending {
+				t.Errorf("moves %d, rescued %d, lost %d, pending %d, failed %d, failures %d; want %d moves and rescues, none lost, %d pending",
+					m.moves, d.rescued, d.lost, len(d.pending), m.failed, len(res.Failures), wantMoves, wantPending)
+			}
+			if allowed := int(tc.budget * float64(len(arrivals))); m.moves > allowed {
+				t.Errorf("%d moves after %d arrivals exceed the budget of %d", m.moves, len(arrivals), allowed)
+			}
+			placed := specs[0].MilliGPUs() + specs[1].MilliGPUs()
+			if tc.moves {
+				placed = tc.scen.placed
+			}
+			if m.allocated != placed {
+				t.Errorf("allocated %d milli-GPU, want %d", m.allocated, placed)
+			}
+			if tc.opts.Shares {
+				if err := s.checkShares(s.shares, fleet, m.allocated); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+}
+
+// TestDefragInTheLoop replays the mixed scenario with the defragmenter:
+// with a budget too small for one move it is the plain replay (moved pods
+// need bound, not assumed, pods: that changes no placement); with a budget
+// it moves pods, never more than the budget allows at any point, and, in
+// dra-shares mode, the allocator's state matches the shares model at the
+// end (RunPolicy checks it). --offline adds each policy's packing of the
+// arrived pods, largest first.
+func TestDefragInTheLoop(t *testing.T) {
+	for _, mode := range []struct {
+		name       string
+		fractional Fractional
+		devices    DeviceMode
+	}{
+		{"device plugin", FractionalRoundUp, DevicesPlugin},
+		{"dra-shares", FractionalDRAShares, DevicesDRA},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			cfg := mixedConfig(t)
+			cfg.Fractional, cfg.Engine.Devices = mode.fractional, mode.devices
+			plain := run(t, cfg)
+			cfg.Engine.Defrag = DefragOptions{Budget: 1e-9, MaxMoves: 2}
+			sameReplay(t, plain, run(t, cfg), "a defragmenter that may not move changed the replay")
+
+			const budget = 0.2
+			cfg.Engine.Defrag = DefragOptions{Budget: budget, MaxMoves: 2}
+			cfg.Offline = true
+			res := run(t, cfg)
+			var moves int
+			for _, p := range res.Policies {
+				if p.Defrag == nil || p.Offline == nil {
+					t.Fatalf("%s: defragmenter result %v, offline %v", p.Name, p.Defrag, p.Offline)
+				}
+				for _, pt := range append(p.Points, p.Final) {
+					if allowed := int(budget * float64(pt.Pods)); pt.Moves > allowed {
+						t.Errorf("%s: %d moves after %d pods, the budget allows %d", p.Name, pt.Moves, pt.Pods, allowed)
+					}
+				}
+				if p.Final.Moves != p.Defrag.Moves {
+					t.Errorf("%s: final point has %d moves, the result %d", p.Name, p.Final.Moves, p.Defrag.Moves)
+				}
+				// Pods placed after waiting leave the failures; moved pods
+				// placed nowhere join them.
+				unplaced := 0
+				for _, node := range p.Placements {
+					if node == "" {
+						unplaced++
+					}
+				}
+				if p.Final.FailedPods != unplaced || len(p.Failures) != unplaced {
+					t.Errorf("%s: %d pods without a node, %d failed pods counted, %d listed", p.Name, unplaced, p.Final.FailedPods, len(p.Failures))
+				}
+				moves += p.Defrag.Moves
+			}
+			if moves == 0 {
+				t.Error("no policy moved a pod; the scenario should make moves, to cover them")
+			}
+		})
+	}
+}
+
+func TestDefragOptionsValidate(t *testing.T) {
+	for _, tc := range []struct {
+		opts DefragOptions
+		want string // "" for valid
+	}{
+		{DefragOptions{}, ""},
+		{DefragOptions{Budget: 0.01, MaxMoves: 2}, ""},
+		{DefragOptions{Budget: -0.01, MaxMoves: 2}, "move budget -0.01: want a fraction of the arrivals from 0 to 1"},
+		{DefragOptions{Budget: 1.5, MaxMoves: 2}, "move budget 1.5: want a fraction of the arrivals from 0 to 1"},
+		{DefragOptions{Budget: math.NaN(), MaxMoves: 2}, "move budget NaN: want a fraction of the arrivals from 0 to 1"},
+		{DefragOptions{Budget: 0.01}, "max moves 0: want at least 1 with a move budget"},
+		{DefragOptions{Budget: 0.01, MaxMoves: 1, Consolidate: -1}, "consolidate -1: want the devices a move must free, 0 for none"},
+	} {
+		err := tc.opts.Validate()
+		if got := fmt.Sprint(err); tc.want == "" && err != nil || tc.want != "" && got != tc.want {
+			t.Errorf("%+v: %v, want %q", tc.opts, err, tc.want)
+		}
+	}
+}
