@@ -247,27 +247,17 @@ func (c *committedClaims) verify() error {
 // share of a device with multiple allocations (KEP-5075) is a shared
 // device ID with what it consumes; anything else holds its device whole.
 func add(a *resourceapi.AllocationResult, dedicated sets.Set[structured.DeviceID], shared sets.Set[structured.SharedDeviceID], consumed structured.ConsumedCapacityCollection) {
-	if a == nil {
-		return
-	}
-	for _, r := range a.Devices.Results {
-		if ptr.Deref(r.AdminAccess, false) {
-			continue
-		}
-		id := structured.MakeDeviceID(r.Driver, r.Pool, r.Device)
-		if r.ShareID == nil {
-			dedicated.Insert(id)
-			continue
-		}
-		shared.Insert(structured.MakeSharedDeviceID(id, r.ShareID))
-		if r.ConsumedCapacity != nil {
-			consumed.Insert(structured.NewDeviceConsumedCapacity(id, r.ConsumedCapacity))
-		}
-	}
+	walk(a, func(id structured.DeviceID) { dedicated.Insert(id) }, func(id structured.SharedDeviceID) { shared.Insert(id) }, consumed.Insert)
 }
 
 // remove undoes add for one allocation.
 func remove(a *resourceapi.AllocationResult, dedicated sets.Set[structured.DeviceID], shared sets.Set[structured.SharedDeviceID], consumed structured.ConsumedCapacityCollection) {
+	walk(a, func(id structured.DeviceID) { dedicated.Delete(id) }, func(id structured.SharedDeviceID) { shared.Delete(id) }, consumed.Remove)
+}
+
+// walk calls whole for each device an allocation holds whole, and share
+// and use for each share of a device and what it consumes.
+func walk(a *resourceapi.AllocationResult, whole func(structured.DeviceID), share func(structured.SharedDeviceID), use func(structured.DeviceConsumedCapacity)) {
 	if a == nil {
 		return
 	}
@@ -277,12 +267,12 @@ func remove(a *resourceapi.AllocationResult, dedicated sets.Set[structured.Devic
 		}
 		id := structured.MakeDeviceID(r.Driver, r.Pool, r.Device)
 		if r.ShareID == nil {
-			dedicated.Delete(id)
+			whole(id)
 			continue
 		}
-		shared.Delete(structured.MakeSharedDeviceID(id, r.ShareID))
+		share(structured.MakeSharedDeviceID(id, r.ShareID))
 		if r.ConsumedCapacity != nil {
-			consumed.Remove(structured.NewDeviceConsumedCapacity(id, r.ConsumedCapacity))
+			use(structured.NewDeviceConsumedCapacity(id, r.ConsumedCapacity))
 		}
 	}
 }
