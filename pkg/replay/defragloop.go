@@ -292,9 +292,11 @@ func acceptsModel(spec *PodSpec, model string) bool {
 func (d *defragger) placeableElsewhere(s *simulation, x int, moves []int) bool {
 	saved := s.request
 	defer func() { s.request = saved }()
+	// Each take saves the state it changes; undone last first, the node
+	// two moved pods went to gets its state from before the first back.
 	var taken []func()
 	defer func() {
-		for _, undo := range taken {
+		for _, undo := range slices.Backward(taken) {
 			undo()
 		}
 	}()
