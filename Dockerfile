@@ -51,11 +51,16 @@ else
 fi
 CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH:-$(go env GOARCH)} \
   go build -trimpath -ldflags "${ldflags}" -o /out/devicefit-scheduler ./cmd/scheduler
+# The defragmenter ships in the same image (manifests/components/defragmenter
+# runs it with command: /devicefit-defragmenter): one image to mirror and pin.
+CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH:-$(go env GOARCH)} \
+  go build -trimpath -ldflags "${ldflags}" -o /out/devicefit-defragmenter ./cmd/devicefit-defragmenter
 SH
 
 # static-debian12: CA certificates, /etc/passwd with nonroot (65532), tzdata;
 # no shell, no package manager.
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/devicefit-scheduler /devicefit-scheduler
+COPY --from=build /out/devicefit-defragmenter /devicefit-defragmenter
 USER 65532:65532
 ENTRYPOINT ["/devicefit-scheduler"]

@@ -145,7 +145,7 @@ test: test-chart test-unit test-integration test-e2e test-faults test-perf-short
 CHART := charts/devicefit
 HELM_ENV = HELM_CACHE_HOME=$(abspath $(BIN))/helm-home/cache HELM_CONFIG_HOME=$(abspath $(BIN))/helm-home/config \
 	HELM_DATA_HOME=$(abspath $(BIN))/helm-home/data
-HELM_ALL_ON := --set serviceMonitor.enabled=true,prometheusRule.enabled=true,podGroups.enabled=true
+HELM_ALL_ON := --set serviceMonitor.enabled=true,prometheusRule.enabled=true,podGroups.enabled=true,defragmenter.enabled=true
 
 test-chart: $(BIN)/helm ## helm lint --strict, and helm template of charts/devicefit for each supported Kubernetes minor
 	$(HELM_ENV) $(BIN)/helm lint --strict $(CHART)

@@ -35,7 +35,7 @@ range='>=1.35.0-0 <1.39.0-0'
 vap=admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy,admissionregistration.k8s.io/v1/ValidatingAdmissionPolicyBinding
 map=admissionregistration.k8s.io/v1/MutatingAdmissionPolicy,admissionregistration.k8s.io/v1/MutatingAdmissionPolicyBinding
 podgroup=scheduling.k8s.io/v1beta1/PodGroup
-all_on=serviceMonitor.enabled=true,prometheusRule.enabled=true,podGroups.enabled=true
+all_on=serviceMonitor.enabled=true,prometheusRule.enabled=true,podGroups.enabled=true,defragmenter.enabled=true
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -9,17 +9,13 @@ import (
 
 	"github.com/spf13/cobra"
 	v1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/devicefit/devicefit/pkg/cli"
+	"github.com/devicefit/devicefit/pkg/defrag"
 	"github.com/devicefit/devicefit/pkg/devices"
 	"github.com/devicefit/devicefit/pkg/plugins/devicepack"
 	"github.com/devicefit/devicefit/pkg/replay"
@@ -192,177 +188,35 @@ func (o *defragOptions) figures(r *cli.DefragReport, profile *cli.Profile, c rep
 	return nil
 }
 
-// reserveKey is the taint (and toleration) that keeps a node for the pod a
-// plan makes room for while the moved pods are recreated elsewhere.
-const reserveKey = "devicefit.io/defrag"
-
-// applyPlan reserves the plan's nodes (for the target, when there is one:
-// it tolerates the taint), makes the moves and waits for the target to be
-// bound; the taints go in every case.
+// applyPlan makes the plan's moves one at a time, printing each step.
 func (o *defragOptions) applyPlan(ctx context.Context, cs kubernetes.Interface, target *v1.Pod, reserved []string, moves []replay.Move, c replay.Cluster) error {
-	value := "free-nodes"
-	if target != nil {
-		value = string(target.UID)
+	a := defrag.Apply{Client: cs, Timeout: o.timeout, Batch: 1, Report: o.progress}
+	if o.grace >= 0 {
+		a.Grace = &o.grace
 	}
-	taint := v1.Taint{Key: reserveKey, Value: value, Effect: v1.TaintEffectNoSchedule}
-	if target != nil {
-		if err := tolerate(ctx, cs, target, taint); err != nil {
-			return err
-		}
-	}
-	var tainted []string
-	defer func() {
-		// Not the caller's ctx: it may be cancelled (Ctrl-C).
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		for _, node := range tainted {
-			if err := editTaints(cctx, cs, node, func(ts []v1.Taint) []v1.Taint {
-				out := ts[:0]
-				for _, t := range ts {
-					if t.Key != taint.Key || t.Value != taint.Value {
-						out = append(out, t)
-					}
-				}
-				return out
-			}); err != nil {
-				fmt.Fprintf(o.streams.ErrOut, "Warning: removing the taint %s from node %s: %v; remove it with kubectl taint nodes %s %s-\n",
-					reserveKey, node, err, node, reserveKey)
-				continue
-			}
-			fmt.Fprintf(o.streams.ErrOut, "Released node %s.\n", node)
-		}
-	}()
-	for _, node := range reserved {
-		if err := editTaints(ctx, cs, node, func(ts []v1.Taint) []v1.Taint { return append(ts, taint) }); err != nil {
-			return fmt.Errorf("reserving node %s: %w", node, err)
-		}
-		tainted = append(tainted, node)
-		fmt.Fprintf(o.streams.ErrOut, "Reserved node %s (taint %s=%s:NoSchedule).\n", node, taint.Key, taint.Value)
-	}
-	if err := o.evict(ctx, cs, moves, c); err != nil {
-		return err
-	}
-	if target == nil {
-		return nil
-	}
-	return o.waitBound(ctx, cs, target)
+	return a.Run(ctx, target, reserved, moves, c.Pods)
 }
 
-// tolerate adds the toleration of taint to the pod: an addition, which
-// Kubernetes allows on an existing pod.
-func tolerate(ctx context.Context, cs kubernetes.Interface, target *v1.Pod, taint v1.Taint) error {
-	toleration := v1.Toleration{Key: taint.Key, Operator: v1.TolerationOpEqual, Value: taint.Value, Effect: taint.Effect}
-	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		p, err := cs.CoreV1().Pods(target.Namespace).Get(ctx, target.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
+// progress prints a step of the plan's application.
+func (o *defragOptions) progress(p defrag.Progress) {
+	w := o.streams.ErrOut
+	switch p.Kind {
+	case defrag.Reserved:
+		fmt.Fprintf(w, "Reserved node %s (taint %s=%s:NoSchedule).\n", p.Node, p.Taint.Key, p.Taint.Value)
+	case defrag.Evicted:
+		owner := metav1.GetControllerOf(p.Pod)
+		fmt.Fprintf(w, "Evicted %s (%d/%d); waiting for %s %s to have a replacement scheduled...\n",
+			p.Move.Pod, p.Index, p.Total, owner.Kind, owner.Name)
+	case defrag.Replaced:
+		if p.Index == p.Total {
+			fmt.Fprintf(w, "Done: %d pod(s) moved.\n", p.Total)
 		}
-		p.Spec.Tolerations = append(p.Spec.Tolerations, toleration)
-		_, err = cs.CoreV1().Pods(p.Namespace).Update(ctx, p, metav1.UpdateOptions{})
-		return err
-	}); err != nil {
-		return fmt.Errorf("adding the toleration %s to %s/%s: %w", reserveKey, target.Namespace, target.Name, err)
+	case defrag.Released:
+		fmt.Fprintf(w, "Released node %s.\n", p.Node)
+	case defrag.ReleaseFailed:
+		fmt.Fprintf(w, "Warning: removing the taint %s from node %s: %v; remove it with kubectl taint nodes %s %s-\n",
+			defrag.ReserveKey, p.Node, p.Err, p.Node, defrag.ReserveKey)
+	case defrag.Bound:
+		fmt.Fprintf(w, "%s/%s is bound to %s.\n", p.Pod.Namespace, p.Pod.Name, p.Node)
 	}
-	return nil
-}
-
-// waitBound waits for the target to be bound once the moves are done.
-func (o *defragOptions) waitBound(ctx context.Context, cs kubernetes.Interface, target *v1.Pod) error {
-	var node string
-	wctx, cancel := context.WithTimeout(ctx, o.timeout)
-	defer cancel()
-	err := wait.PollUntilContextCancel(wctx, time.Second, true, func(ctx context.Context) (bool, error) {
-		p, err := cs.CoreV1().Pods(target.Namespace).Get(ctx, target.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		node = p.Spec.NodeName
-		return node != "", nil
-	})
-	if err != nil {
-		return fmt.Errorf("%s/%s was not bound within %s after the moves", target.Namespace, target.Name, o.timeout)
-	}
-	fmt.Fprintf(o.streams.ErrOut, "%s/%s is bound to %s.\n", target.Namespace, target.Name, node)
-	return nil
-}
-
-// editTaints replaces the node's taints with edit's result.
-func editTaints(ctx context.Context, cs kubernetes.Interface, name string, edit func([]v1.Taint) []v1.Taint) error {
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		n.Spec.Taints = edit(n.Spec.Taints)
-		_, err = cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
-		return err
-	})
-}
-
-// evict makes the moves one at a time: an eviction (the API server refuses
-// it with 429 when a PodDisruptionBudget no longer allows it), then a wait
-// until the pod is gone (its devices are free only then) and its
-// controller has as many scheduled pods as before.
-func (o *defragOptions) evict(ctx context.Context, cs kubernetes.Interface, moves []replay.Move, c replay.Cluster) error {
-	byName := map[string]*v1.Pod{}
-	for _, p := range c.Pods {
-		byName[p.Namespace+"/"+p.Name] = p
-	}
-	for i, m := range moves {
-		if ctx.Err() != nil {
-			return fmt.Errorf("stopped before move %d of %d: %w", i+1, len(moves), ctx.Err())
-		}
-		p := byName[m.Pod]
-		owner := metav1.GetControllerOf(p)
-		before, err := scheduledOf(ctx, cs, p.Namespace, owner.UID)
-		if err != nil {
-			return err
-		}
-		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name}}
-		if o.grace >= 0 {
-			ev.DeleteOptions = &metav1.DeleteOptions{GracePeriodSeconds: &o.grace}
-		}
-		if err := cs.PolicyV1().Evictions(p.Namespace).Evict(ctx, ev); err != nil {
-			if apierrors.IsTooManyRequests(err) {
-				return fmt.Errorf("evicting %s: refused, a PodDisruptionBudget allows no more disruptions now: %w", m.Pod, err)
-			}
-			return fmt.Errorf("evicting %s: %w", m.Pod, err)
-		}
-		fmt.Fprintf(o.streams.ErrOut, "Evicted %s (%d/%d); waiting for %s %s to have a replacement scheduled...\n",
-			m.Pod, i+1, len(moves), owner.Kind, owner.Name)
-		// Not the caller's ctx: a Ctrl-C stops between moves, not while one
-		// is under way.
-		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.timeout)
-		err = wait.PollUntilContextCancel(wctx, time.Second, true, func(ctx context.Context) (bool, error) {
-			if _, err := cs.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{}); err == nil {
-				return false, nil
-			} else if !apierrors.IsNotFound(err) {
-				return false, nil
-			}
-			n, err := scheduledOf(ctx, cs, p.Namespace, owner.UID)
-			return err == nil && n >= before, nil
-		})
-		cancel()
-		if err != nil {
-			return fmt.Errorf("move %d (%s): its replacement was not scheduled within %s", i+1, m.Pod, o.timeout)
-		}
-	}
-	fmt.Fprintf(o.streams.ErrOut, "Done: %d pod(s) moved.\n", len(moves))
-	return nil
-}
-
-// scheduledOf counts the bound, not terminating pods a controller owns.
-func scheduledOf(ctx context.Context, cs kubernetes.Interface, ns string, owner types.UID) (int, error) {
-	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		if c := metav1.GetControllerOf(p); c != nil && c.UID == owner && p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
-			n++
-		}
-	}
-	return n, nil
 }

@@ -48,6 +48,9 @@ type DefragPlan struct {
 // a PodDisruptionBudget selects than its status allows disrupting.
 type MoveRules struct {
 	PDBs []*policyv1.PodDisruptionBudget
+	// OptedIn, when set, must accept a pod for it to move: the
+	// defragmenter's opted-in namespaces and workloads. Nil accepts all.
+	OptedIn func(*v1.Pod) bool
 }
 
 // why returns "" when p may move for a pod of priority prio, else the
@@ -64,6 +67,8 @@ func (r MoveRules) why(p *v1.Pod, prio int32) string {
 		return "a DaemonSet pod comes back to its node"
 	case corev1helpers.PodPriority(p) > prio:
 		return "its priority is higher"
+	case r.OptedIn != nil && !r.OptedIn(p):
+		return "not opted in to moves"
 	}
 	return ""
 }

@@ -26,6 +26,8 @@ import (
 	"github.com/devicefit/devicefit/internal/e2eutil"
 	"github.com/devicefit/devicefit/pkg/apis/config"
 	"github.com/devicefit/devicefit/pkg/apis/config/scheme"
+	defragvalidation "github.com/devicefit/devicefit/pkg/apis/defragmenter/validation"
+	"github.com/devicefit/devicefit/pkg/defrag"
 	"github.com/devicefit/devicefit/pkg/devices"
 	"github.com/devicefit/devicefit/pkg/routing"
 )
@@ -416,6 +418,52 @@ func TestHelmChartValues(t *testing.T) {
 			got, _, _ := unstructured.NestedSlice(get(t, objs, "MutatingAdmissionPolicy /"+routing.Name).Object, "spec", "mutations")
 			if diff := cmp.Diff(want, got, lineBreaks); diff != "" {
 				t.Errorf("mutations (-generated,+chart):\n%s", diff)
+			}
+		},
+	}, {
+		// Off by default (TestHelmChartMatchesManifests: the base has no
+		// defragmenter); on, its configuration is one the defragmenter
+		// accepts, with the values, and its RBAC is the component's.
+		name: "defragmenter",
+		args: []string{"--set", "defragmenter.enabled=true,defragmenter.budget.movesPerHour=3,defragmenter.freeNodes.count=1,defragmenter.optIn.namespaces={batch}"},
+		check: func(t *testing.T, objs map[string]object) {
+			cm := get(t, objs, "ConfigMap "+systemNamespace+"/devicefit-defragmenter-config")
+			data, _, _ := unstructured.NestedString(cm.Object, "data", "defragmenter-config.yaml")
+			cfg, err := defrag.DecodeConfig([]byte(data))
+			if err != nil {
+				t.Fatalf("the chart's DefragmenterConfiguration: %v\n%s", err, data)
+			}
+			if errs := defragvalidation.ValidateConfiguration(cfg, devices.DefaultResourcePatterns()); len(errs) > 0 {
+				t.Errorf("the chart's DefragmenterConfiguration is invalid: %v\n%s", errs, data)
+			}
+			le := cfg.LeaderElection
+			if *cfg.Budget.MovesPerHour != 3 || cfg.FreeNodes == nil || cfg.FreeNodes.Count != 1 || !cmp.Equal(cfg.OptIn.Namespaces, []string{"batch"}) ||
+				cfg.OptIn.PodSelector == nil || cfg.SchedulerName != e2eutil.SchedulerName || le.ResourceNamespace != systemNamespace || le.ResourceName != "devicefit-defragmenter" {
+				t.Errorf("the values did not reach the configuration:\n%s", data)
+			}
+			d := get(t, objs, "Deployment "+systemNamespace+"/devicefit-defragmenter")
+			volumes, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "volumes")
+			var mounted []string
+			for _, v := range volumes {
+				name, _, _ := unstructured.NestedString(v.(map[string]interface{}), "configMap", "name")
+				mounted = append(mounted, name)
+			}
+			if !cmp.Equal(mounted, []string{"devicefit-defragmenter-config", schedulerConfigMap}) {
+				t.Errorf("the defragmenter mounts %v, want its ConfigMap and the scheduler's", mounted)
+			}
+			component, err := os.ReadFile(filepath.Join(repoRoot(t), "manifests", "components", "defragmenter", "rbac-defragmenter.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			kust, err := e2eutil.DecodeObjects(component)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range kust {
+				key := objectKey(k)
+				if diff := cmp.Diff(k.Object["rules"], get(t, objs, key).Object["rules"]); diff != "" {
+					t.Errorf("%s rules differ (-component,+chart):\n%s", key, diff)
+				}
 			}
 		},
 	}, {

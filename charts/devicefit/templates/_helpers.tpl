@@ -181,3 +181,51 @@ true
 {{- define "devicefit.kubeMinor" -}}
 v{{ .Capabilities.KubeVersion.Major }}.{{ trimSuffix "+" .Capabilities.KubeVersion.Minor }}
 {{- end -}}
+
+{{/* Labels of the defragmenter's objects (manifests/components/defragmenter's name). */}}
+{{- define "devicefit.defragmenterLabels" -}}
+{{ include "devicefit.labels" . | replace "app.kubernetes.io/name: devicefit-scheduler" "app.kubernetes.io/name: devicefit-defragmenter" }}
+{{- end -}}
+
+{{/*
+The DefragmenterConfiguration (manifests/components/defragmenter's
+defragmenter-config.yaml explains each field). The lease is the
+defragmenter's Deployment name in the release namespace, which its Role
+grants.
+*/}}
+{{- define "devicefit.defragmenterConfig" -}}
+{{- $d := .Values.defragmenter -}}
+apiVersion: devicefit.io/v1alpha1
+kind: DefragmenterConfiguration
+schedulerConfigFile: /etc/devicefit/scheduler-config.yaml
+schedulerName: {{ .Values.schedulerName }}
+dryRun: {{ $d.dryRun }}
+interval: {{ $d.interval }}
+pending:
+  after: {{ $d.pending.after }}
+  maxMoves: {{ $d.pending.maxMoves }}
+{{- if gt (int $d.freeNodes.count) 0 }}
+freeNodes:
+  count: {{ $d.freeNodes.count }}
+  resource: {{ $d.freeNodes.resource }}
+  {{- with $d.freeNodes.product }}
+  product: {{ . | quote }}
+  {{- end }}
+{{- end }}
+optIn:
+  {{- with $d.optIn.namespaces }}
+  namespaces: {{ toJson . }}
+  {{- end }}
+  {{- with $d.optIn.podSelector }}
+  podSelector:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+budget:
+  movesPerHour: {{ $d.budget.movesPerHour }}
+  concurrentMoves: {{ $d.budget.concurrentMoves }}
+moveTimeout: {{ $d.moveTimeout }}
+leaderElection:
+  leaderElect: true
+  resourceNamespace: {{ .Release.Namespace }}
+  resourceName: {{ include "devicefit.fullname" . }}-defragmenter
+{{- end -}}

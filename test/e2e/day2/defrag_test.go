@@ -220,7 +220,18 @@ func equal(a, b map[string][]string) bool {
 // replicaSet creates a ReplicaSet of 1-GPU pods for the devicefit scheduler.
 func replicaSet(t *testing.T, ctx context.Context, ns, name string, replicas int32, extra map[string]string) {
 	t.Helper()
-	tmpl := e2eutil.DevicePod(ns, "", e2eutil.ResourceGPU, 1)
+	replicaSetOf(t, ctx, ns, name, replicas, 1, extra, nil)
+}
+
+// replicaSetOf creates a ReplicaSet of gpus-GPU pods for the devicefit
+// scheduler, labelled app=name and extra, their template changed by edit
+// when not nil.
+func replicaSetOf(t *testing.T, ctx context.Context, ns, name string, replicas int32, gpus int64, extra map[string]string, edit func(*v1.Pod)) {
+	t.Helper()
+	tmpl := e2eutil.DevicePod(ns, "", e2eutil.ResourceGPU, gpus)
+	if edit != nil {
+		edit(tmpl)
+	}
 	labels := map[string]string{"app": name}
 	for k, v := range extra {
 		labels[k] = v

@@ -1,4 +1,5 @@
-// Package day2 runs `kubectl devicefit defrag --apply` end to end: the
+// Package day2 runs `kubectl devicefit defrag --apply` and
+// devicefit-defragmenter end to end: the
 // built binaries of bin/ (etcd, kube-apiserver, devicefit-scheduler with the
 // manifests' configuration and identity, kubectl-devicefit) and the real
 // kube-controller-manager with the two controllers an eviction needs (the
@@ -30,7 +31,10 @@ func TestMain(m *testing.M) {
 		Name:             "test/e2e/day2",
 		Target:           "make test-e2e",
 		InstallManifests: true,
-		Controllers:      []string{"replicaset-controller", "disruption-controller"},
+		// The defragmenter's objects (off in the base): TestDefragmenter
+		// runs it with their configuration and identity.
+		Components:  []string{"defragmenter"},
+		Controllers: []string{"replicaset-controller", "disruption-controller"},
 		Setup: func(ctx context.Context) (err error) {
 			sched, err = env.StartScheduler(ctx, e2eutil.SchedulerOptions{})
 			return err

@@ -1,0 +1,272 @@
+package day2
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/devicefit/devicefit/internal/controlplane"
+	"github.com/devicefit/devicefit/internal/e2eutil"
+	"github.com/devicefit/devicefit/internal/gfd"
+	"github.com/devicefit/devicefit/pkg/defrag"
+	"github.com/devicefit/devicefit/pkg/devices"
+)
+
+// suiteLabel keeps TestDefragmenter's pods on its own nodes: TestDefragApply
+// leaves free GPUs on a, b and c.
+const suiteLabel = "e2e.devicefit.io/suite"
+
+// TestDefragmenter runs bin/devicefit-defragmenter as the defragmenter
+// component deploys it (its ConfigMap's configuration, its ServiceAccount's
+// identity, leader election) with a budget of two moves per hour, one at a
+// time. Three 8-GPU nodes: d1 holds the two 1-GPU pods of an opted-in
+// ReplicaSet; d2 one 1-GPU pod of an opted-in ReplicaSet whose
+// PodDisruptionBudget allows no disruption (moving it alone would make room:
+// the PDB forbids the one-move plan); d3 an opted-in bare 4-GPU pod, which
+// no controller would recreate; d4 the 1-GPU pod of a ReplicaSet that did
+// not opt in (another one-move plan). A pending 8-GPU pod gets the two
+// moves of d1 by itself, and binds there; the guarded, bare and unlisted
+// pods stay, and the Events and metrics report the moves.
+//
+// Without a kubelet the pods stay in phase Pending, and the Eviction API
+// ignores PodDisruptionBudgets for Pending pods: the guarded pod stays
+// because the planner respects its budget, not because the API server
+// refused.
+func TestDefragmenter(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cs := env.CP.Client
+	ns := "defragmenter"
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	optIn := map[string]string{"devicefit.io/defrag": "allow"}
+	onSuite := map[string]string{suiteLabel: ns}
+	register := func(name string) {
+		labels := gfd.GPU{Product: product, MemoryMiB: 81920, Compute: devices.Compute{Major: 8},
+			Count: 8, Family: "ampere", MIGStrategy: devices.MIGStrategySingle}.Labels()
+		labels[suiteLabel] = ns
+		capacity := v1.ResourceList{
+			v1.ResourceCPU: resource.MustParse("64"), v1.ResourceMemory: resource.MustParse("512Gi"),
+			v1.ResourcePods: resource.MustParse("110"), e2eutil.ResourceGPU: resource.MustParse("8"),
+		}
+		if err := controlplane.RegisterNode(ctx, cs, name, labels, capacity); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cordon := func(name string, on bool) {
+		patch := fmt.Sprintf(`{"spec":{"unschedulable":%v}}`, on)
+		if _, err := cs.CoreV1().Nodes().Patch(ctx, name, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	withSelector := func(p *v1.Pod) { p.Spec.NodeSelector = onSuite }
+	register("d1")
+	replicaSetOf(t, ctx, ns, "movable", 2, 1, optIn, withSelector)
+	waitBound(t, ctx, ns, "app=movable", 2)
+	cordon("d1", true)
+	register("d2")
+	replicaSetOf(t, ctx, ns, "guarded", 1, 1, optIn, withSelector)
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "guarded"},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MinAvailable: ptr.To(intstr.FromInt32(1)),
+			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "guarded"}},
+		},
+	}
+	if _, err := cs.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitBound(t, ctx, ns, "app=guarded", 1)
+	cordon("d2", true)
+	register("d3")
+	bare := e2eutil.DevicePod(ns, "bare", e2eutil.ResourceGPU, 4)
+	bare.Labels = map[string]string{"app": "bare", "devicefit.io/defrag": "allow"}
+	withSelector(bare)
+	if err := e2eutil.CreatePods(ctx, cs, []*v1.Pod{bare}); err != nil {
+		t.Fatal(err)
+	}
+	waitBound(t, ctx, ns, "app=bare", 1)
+	cordon("d3", true)
+	register("d4")
+	replicaSetOf(t, ctx, ns, "unlisted", 1, 1, nil, withSelector)
+	waitBound(t, ctx, ns, "app=unlisted", 1)
+	for _, n := range []string{"d1", "d2", "d3"} {
+		cordon(n, false)
+	}
+	poll(t, ctx, "the PodDisruptionBudget's status", func() (bool, error) {
+		p, err := cs.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, "guarded", metav1.GetOptions{})
+		return err == nil && p.Status.ObservedGeneration == p.Generation && p.Status.ExpectedPods == 1 && p.Status.DisruptionsAllowed == 0, err
+	})
+	before := placements(t, ctx, ns)
+
+	metrics := startDefragmenter(t, ctx)
+	big := e2eutil.DevicePod(ns, "big", e2eutil.ResourceGPU, 8)
+	withSelector(big)
+	if err := e2eutil.CreatePods(ctx, cs, []*v1.Pod{big}); err != nil {
+		t.Fatal(err)
+	}
+	var node string
+	poll(t, ctx, "the 8-GPU pod to be bound after the defragmenter's moves", func() (bool, error) {
+		p, err := cs.CoreV1().Pods(ns).Get(ctx, "big", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		node = p.Spec.NodeName
+		return node != "", nil
+	})
+	if node != "d1" {
+		t.Errorf("the 8-GPU pod is on %s, want d1", node)
+	}
+	after := placements(t, ctx, ns)
+	for _, app := range []string{"bare", "guarded", "unlisted"} {
+		if strings.Join(before[app], ",") != strings.Join(after[app], ",") {
+			t.Errorf("%s moved: %v before, %v after", app, before[app], after[app])
+		}
+	}
+	for _, n := range after["movable"] {
+		if strings.HasPrefix(n, "d1 ") {
+			t.Errorf("a movable pod is still on d1: %v", after["movable"])
+		}
+	}
+	// Each eviction is an Event on the moved pod, the plan one on big.
+	reasons := map[string]int{}
+	poll(t, ctx, "the defragmenter's Events", func() (bool, error) {
+		list, err := cs.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		reasons = map[string]int{}
+		for _, e := range list.Items {
+			if e.ReportingController == "devicefit-defragmenter" {
+				reasons[e.Reason+" "+e.Regarding.Name[:min(len(e.Regarding.Name), len("movable"))]]++
+			}
+		}
+		return reasons[defrag.ReasonEvicted+" movable"] == 2 && reasons[defrag.ReasonMoving+" big"] == 1, nil
+	})
+	// The budget of two per hour is spent: both moves counted, none left;
+	// the plan counts as applied once the defragmenter has seen big bound.
+	want := []string{
+		`devicefit_defragmenter_moves_total{dry_run="false",trigger="pending"} 2`,
+		`devicefit_defragmenter_plans_total{outcome="applied",trigger="pending"} 1`,
+		`devicefit_defragmenter_budget_remaining_moves 0`,
+	}
+	var text string
+	err := controlplane.Poll(ctx, 250*time.Millisecond, 30*time.Second, sched.Process, func(context.Context) (bool, error) {
+		text = get(t, ctx, metrics)
+		for _, w := range want {
+			if !strings.Contains(text, w) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Errorf("/metrics lacks some of %q: %v\n%s", want, err, grepDefrag(text))
+	}
+}
+
+// startDefragmenter runs bin/devicefit-defragmenter with the configuration
+// of the component's ConfigMap, sped up for a test (a pass a second, a pod
+// pending a second is a target, no grace period: no kubelet ends a
+// graceful deletion), and the component's ServiceAccount. It returns the
+// /metrics URL.
+func startDefragmenter(t *testing.T, ctx context.Context) string {
+	t.Helper()
+	cs := env.CP.Client
+	cms, err := cs.CoreV1().ConfigMaps(e2eutil.SystemNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=devicefit-defragmenter"})
+	if err != nil || len(cms.Items) != 1 {
+		t.Fatalf("the defragmenter component's ConfigMap: %v (%d found)", err, len(cms.Items))
+	}
+	var cfg map[string]interface{}
+	if err := yaml.Unmarshal([]byte(cms.Items[0].Data["defragmenter-config.yaml"]), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg["schedulerConfigFile"] = sched.Config.Path
+	cfg["interval"] = "1s"
+	cfg["pending"] = map[string]interface{}{"after": "1s", "maxMoves": 2}
+	cfg["budget"] = map[string]interface{}{"movesPerHour": 2, "concurrentMoves": 1}
+	cfg["evictionGracePeriodSeconds"] = 0
+	cfg["moveTimeout"] = "60s"
+	data, err := yaml.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(env.Dir, "defragmenter-config.yaml")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig, err := e2eutil.ServiceAccountKubeconfig(ctx, env.CP, env.Dir, e2eutil.SystemNamespace, "devicefit-defragmenter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	p, err := controlplane.StartProcess("devicefit-defragmenter", filepath.Join(env.BinDir, "devicefit-defragmenter"),
+		[]string{"--config", path, "--kubeconfig", kubeconfig, "--health-metrics-bind-address", addr, "--v=2"}, env.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		p.Stop(10 * time.Second)
+		if t.Failed() {
+			t.Logf("log of devicefit-defragmenter: %s", p.LogPath)
+		}
+	})
+	url := "http://" + addr
+	err = controlplane.Poll(ctx, 250*time.Millisecond, 60*time.Second, p, func(ctx context.Context) (bool, error) {
+		lease, err := cs.CoordinationV1().Leases(e2eutil.SystemNamespace).Get(ctx, "devicefit-defragmenter", metav1.GetOptions{})
+		return err == nil && lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "", nil
+	})
+	if err != nil {
+		t.Fatalf("the defragmenter did not take its lease: %v", e2eutil.WithLog(p, err))
+	}
+	return url + "/metrics"
+}
+
+func get(t *testing.T, ctx context.Context, url string) string {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %v", url, resp.StatusCode, err)
+	}
+	return string(body)
+}
+
+func grepDefrag(text string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, "devicefit_defragmenter") {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
