@@ -66,7 +66,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	ctx = klog.NewContext(ctx, klog.Background().WithName("defragmenter"))
 	if err := serve(ctx, cfg, profile, *kubeconfig, *bind); err != nil {
-		klog.FromContext(ctx).Error(err, "Defragmenter stopped")
+		fmt.Fprintf(stderr, "%s: %v\n", Name, err)
 		return 1
 	}
 	return 0

@@ -115,7 +115,9 @@ func TestDefragmenter(t *testing.T) {
 	})
 	before := placements(t, ctx, ns)
 
-	metrics := startDefragmenter(t, ctx)
+	metrics, _ := startDefragmenter(t, ctx, "devicefit-defragmenter", func(cfg map[string]interface{}) {
+		cfg["pending"] = map[string]interface{}{"after": "1s", "maxMoves": 2}
+	})
 	big := e2eutil.DevicePod(ns, "big", e2eutil.ResourceGPU, 8)
 	withSelector(big)
 	if err := e2eutil.CreatePods(ctx, cs, []*v1.Pod{big}); err != nil {
@@ -161,32 +163,19 @@ func TestDefragmenter(t *testing.T) {
 	})
 	// The budget of two per hour is spent: both moves counted, none left;
 	// the plan counts as applied once the defragmenter has seen big bound.
-	want := []string{
+	waitMetrics(t, ctx, metrics,
 		`devicefit_defragmenter_moves_total{dry_run="false",trigger="pending"} 2`,
 		`devicefit_defragmenter_plans_total{outcome="applied",trigger="pending"} 1`,
-		`devicefit_defragmenter_budget_remaining_moves 0`,
-	}
-	var text string
-	err := controlplane.Poll(ctx, 250*time.Millisecond, 30*time.Second, sched.Process, func(context.Context) (bool, error) {
-		text = get(t, ctx, metrics)
-		for _, w := range want {
-			if !strings.Contains(text, w) {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
-	if err != nil {
-		t.Errorf("/metrics lacks some of %q: %v\n%s", want, err, grepDefrag(text))
-	}
+		`devicefit_defragmenter_budget_remaining_moves 0`)
 }
 
-// startDefragmenter runs bin/devicefit-defragmenter with the configuration
-// of the component's ConfigMap, sped up for a test (a pass a second, a pod
-// pending a second is a target, no grace period: no kubelet ends a
-// graceful deletion), and the component's ServiceAccount. It returns the
-// /metrics URL.
-func startDefragmenter(t *testing.T, ctx context.Context) string {
+// startDefragmenter runs bin/devicefit-defragmenter as name with the
+// configuration of the component's ConfigMap, sped up for a test (a pass a
+// second, no grace period: no kubelet ends a graceful deletion, a budget
+// of two moves per hour) and changed by edit, and the component's
+// ServiceAccount. It returns the /metrics URL once the process holds the
+// lease, and the process.
+func startDefragmenter(t *testing.T, ctx context.Context, name string, edit func(map[string]interface{})) (string, *controlplane.Process) {
 	t.Helper()
 	cs := env.CP.Client
 	cms, err := cs.CoreV1().ConfigMaps(e2eutil.SystemNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=devicefit-defragmenter"})
@@ -199,15 +188,15 @@ func startDefragmenter(t *testing.T, ctx context.Context) string {
 	}
 	cfg["schedulerConfigFile"] = sched.Config.Path
 	cfg["interval"] = "1s"
-	cfg["pending"] = map[string]interface{}{"after": "1s", "maxMoves": 2}
 	cfg["budget"] = map[string]interface{}{"movesPerHour": 2, "concurrentMoves": 1}
 	cfg["evictionGracePeriodSeconds"] = 0
 	cfg["moveTimeout"] = "60s"
+	edit(cfg)
 	data, err := yaml.Marshal(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(env.Dir, "defragmenter-config.yaml")
+	path := filepath.Join(env.Dir, name+"-config.yaml")
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +210,7 @@ func startDefragmenter(t *testing.T, ctx context.Context) string {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	p, err := controlplane.StartProcess("devicefit-defragmenter", filepath.Join(env.BinDir, "devicefit-defragmenter"),
+	p, err := controlplane.StartProcess(name, filepath.Join(env.BinDir, "devicefit-defragmenter"),
 		[]string{"--config", path, "--kubeconfig", kubeconfig, "--health-metrics-bind-address", addr, "--v=2"}, env.Dir)
 	if err != nil {
 		t.Fatal(err)
@@ -229,7 +218,7 @@ func startDefragmenter(t *testing.T, ctx context.Context) string {
 	t.Cleanup(func() {
 		p.Stop(10 * time.Second)
 		if t.Failed() {
-			t.Logf("log of devicefit-defragmenter: %s", p.LogPath)
+			t.Logf("log of %s: %s", name, p.LogPath)
 		}
 	})
 	url := "http://" + addr
@@ -238,9 +227,129 @@ func startDefragmenter(t *testing.T, ctx context.Context) string {
 		return err == nil && lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "", nil
 	})
 	if err != nil {
-		t.Fatalf("the defragmenter did not take its lease: %v", e2eutil.WithLog(p, err))
+		t.Fatalf("%s did not take its lease: %v", name, e2eutil.WithLog(p, err))
 	}
-	return url + "/metrics"
+	return url + "/metrics", p
+}
+
+// TestDefragmenterFreeNodes: the free-nodes trigger, first in a dry run,
+// then for real. Two H100 nodes f1 and f2 each hold the 1-GPU pod of an
+// opted-in ReplicaSet; freeNodes asks one H100 node with no GPU allocated
+// (the other tests' nodes are A100s). The dry run reports the move (an
+// Event on f1, the metric) and moves nothing; it stops, releasing the
+// lease, and a second defragmenter, not in a dry run, takes the lease and
+// moves f1's pod to f2.
+func TestDefragmenterFreeNodes(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cs := env.CP.Client
+	ns := "free-nodes"
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h100 := "NVIDIA-H100-80GB-HBM3"
+	register := func(name string) {
+		labels := gfd.GPU{Product: h100, MemoryMiB: 81920, Compute: devices.Compute{Major: 9},
+			Count: 8, Family: "hopper", MIGStrategy: devices.MIGStrategySingle}.Labels()
+		labels[suiteLabel] = ns
+		capacity := v1.ResourceList{
+			v1.ResourceCPU: resource.MustParse("64"), v1.ResourceMemory: resource.MustParse("512Gi"),
+			v1.ResourcePods: resource.MustParse("110"), e2eutil.ResourceGPU: resource.MustParse("8"),
+		}
+		if err := controlplane.RegisterNode(ctx, cs, name, labels, capacity); err != nil {
+			t.Fatal(err)
+		}
+	}
+	optIn := map[string]string{"devicefit.io/defrag": "allow"}
+	withSelector := func(p *v1.Pod) { p.Spec.NodeSelector = map[string]string{suiteLabel: ns} }
+	register("f1")
+	replicaSetOf(t, ctx, ns, "one", 1, 1, optIn, withSelector)
+	waitBound(t, ctx, ns, "app=one", 1)
+	if _, err := cs.CoreV1().Nodes().Patch(ctx, "f1", "application/merge-patch+json", []byte(`{"spec":{"unschedulable":true}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	register("f2")
+	replicaSetOf(t, ctx, ns, "two", 1, 1, optIn, withSelector)
+	waitBound(t, ctx, ns, "app=two", 1)
+	if _, err := cs.CoreV1().Nodes().Patch(ctx, "f1", "application/merge-patch+json", []byte(`{"spec":{"unschedulable":false}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	before := placements(t, ctx, ns)
+	freeNodes := func(dryRun bool) func(map[string]interface{}) {
+		return func(cfg map[string]interface{}) {
+			cfg["dryRun"] = dryRun
+			cfg["pending"] = map[string]interface{}{"enabled": false}
+			cfg["freeNodes"] = map[string]interface{}{"count": 1, "resource": "nvidia.com/gpu", "product": "NVIDIA-H100*"}
+		}
+	}
+
+	metrics, dry := startDefragmenter(t, ctx, "defragmenter-dry-run", freeNodes(true))
+	// Events about a node go to the default namespace.
+	poll(t, ctx, "the dry run's Event on f1", func() (bool, error) {
+		list, err := cs.EventsV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, e := range list.Items {
+			if e.ReportingController == "devicefit-defragmenter" && e.Reason == defrag.ReasonPlanned && e.Regarding.Kind == "Node" && e.Regarding.Name == "f1" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	waitMetrics(t, ctx, metrics, `devicefit_defragmenter_moves_total{dry_run="true",trigger="free_nodes"} 1`,
+		`devicefit_defragmenter_plans_total{outcome="dry_run",trigger="free_nodes"}`)
+	if got := placements(t, ctx, ns); !equal(got, before) {
+		t.Fatalf("the dry run moved pods: %v, was %v", got, before)
+	}
+	dry.Stop(10 * time.Second)
+
+	metrics, _ = startDefragmenter(t, ctx, "defragmenter-free-nodes", freeNodes(false))
+	poll(t, ctx, "f1 left with no GPU pod", func() (bool, error) {
+		got := placements(t, ctx, ns)
+		onF1 := 0
+		for _, pods := range got {
+			for _, p := range pods {
+				if strings.HasPrefix(p, "f1 ") {
+					onF1++
+				}
+			}
+		}
+		return onF1 == 0 && len(got["one"]) == 1 && strings.HasPrefix(got["one"][0], "f2 "), nil
+	})
+	waitMetrics(t, ctx, metrics, `devicefit_defragmenter_moves_total{dry_run="false",trigger="free_nodes"} 1`,
+		`devicefit_defragmenter_plans_total{outcome="applied",trigger="free_nodes"} 1`)
+	// The reserve taint goes once the moves are done.
+	poll(t, ctx, "f1's reserve taint removed", func() (bool, error) {
+		n, err := cs.CoreV1().Nodes().Get(ctx, "f1", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, taint := range n.Spec.Taints {
+			if taint.Key == defrag.ReserveKey {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+// waitMetrics waits until /metrics holds every line of want.
+func waitMetrics(t *testing.T, ctx context.Context, url string, want ...string) {
+	t.Helper()
+	var text string
+	err := controlplane.Poll(ctx, 250*time.Millisecond, 60*time.Second, sched.Process, func(context.Context) (bool, error) {
+		text = get(t, ctx, url)
+		for _, w := range want {
+			if !strings.Contains(text, w) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("/metrics lacks some of %q: %v\n%s", want, err, grepDefrag(text))
+	}
 }
 
 func get(t *testing.T, ctx context.Context, url string) string {
