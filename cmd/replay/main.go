@@ -38,6 +38,8 @@ func main() {
 		switch os.Args[1] {
 		case "summary":
 			os.Exit(summary(os.Args[2:]))
+		case "budgets":
+			os.Exit(budgets(os.Args[2:]))
 		case "svg":
 			os.Exit(svg(os.Args[2:]))
 		case "variant":
@@ -51,7 +53,7 @@ func main() {
 
 // newFlags is the replay's command line: its own flags, then klog's.
 func newFlags() *cmdflags.Command {
-	return cmdflags.New("replay", "replay --nodes FILE --pods FILE [flags]\n  replay summary [--fgd FILE] RESULT.json...\n  replay svg RESULT.json OUT.svg\n  replay variant --pods FILE --out FILE [flags]\n  replay soak [flags]")
+	return cmdflags.New("replay", "replay --nodes FILE --pods FILE [flags]\n  replay summary [--fgd FILE] RESULT.json...\n  replay budgets [--fgd FILE] [--svg OUT.svg] RESULT.json...\n  replay svg RESULT.json OUT.svg\n  replay variant --pods FILE --out FILE [flags]\n  replay soak [flags]")
 }
 
 // run replays with the flags in args; the table goes to stdout, the help and
@@ -232,37 +234,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 // --fgd FILE (the authors' analysis_allo_discrete.csv), the fractional
 // replays against FGD's published allocation.
 func summary(args []string) int {
-	var fgd replay.FGDResults
-	if len(args) > 0 && args[0] == "--fgd" {
-		if len(args) < 2 {
-			return fail(errors.New("summary: --fgd wants a file"))
-		}
-		f, err := os.Open(args[1])
-		if err != nil {
-			return fail(err)
-		}
-		fgd, err = replay.ReadFGDResults(f)
-		f.Close()
-		if err != nil {
-			return fail(fmt.Errorf("%s: %w", args[1], err))
-		}
-		args = args[2:]
+	fgd, svgFile, results, err := readResults("summary", args)
+	if err != nil {
+		return fail(err)
 	}
-	if len(args) == 0 {
-		return fail(errors.New("summary: want RESULT.json files"))
-	}
-	var results []*replay.Result
-	for _, name := range args {
-		f, err := os.Open(name)
-		if err != nil {
-			return fail(err)
-		}
-		res, err := replay.ReadJSON(f)
-		f.Close()
-		if err != nil {
-			return fail(fmt.Errorf("%s: %w", name, err))
-		}
-		results = append(results, res)
+	if svgFile != "" {
+		return fail(errors.New("summary: --svg is for replay budgets"))
 	}
 	if err := replay.WriteSummary(os.Stdout, results); err != nil {
 		return fail(err)
@@ -274,6 +251,76 @@ func summary(args []string) int {
 		}
 	}
 	return 0
+}
+
+// budgets prints the defragmentation table over --move-budget replays
+// (hack/replay-defrag.sh) and, with --svg, draws it.
+func budgets(args []string) int {
+	fgd, svgFile, results, err := readResults("budgets", args)
+	if err != nil {
+		return fail(err)
+	}
+	if err := replay.WriteBudgetTable(os.Stdout, results, fgd); err != nil {
+		return fail(err)
+	}
+	if svgFile == "" {
+		return 0
+	}
+	f, err := os.Create(svgFile)
+	if err != nil {
+		return fail(err)
+	}
+	err = replay.WriteBudgetSVG(f, results, fgd, "GPUs allocated at 100% arrived against the move budget (fractional as DRA shares, FGD's order)")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fail(err)
+	}
+	return 0
+}
+
+// readResults reads the --json results named after the options --fgd FILE
+// (the authors' analysis_allo_discrete.csv) and --svg FILE.
+func readResults(cmd string, args []string) (replay.FGDResults, string, []*replay.Result, error) {
+	var fgd replay.FGDResults
+	var svgFile string
+	for len(args) > 0 && (args[0] == "--fgd" || args[0] == "--svg") {
+		if len(args) < 2 {
+			return nil, "", nil, fmt.Errorf("%s: %s wants a file", cmd, args[0])
+		}
+		if args[0] == "--svg" {
+			svgFile, args = args[1], args[2:]
+			continue
+		}
+		f, err := os.Open(args[1])
+		if err != nil {
+			return nil, "", nil, err
+		}
+		fgd, err = replay.ReadFGDResults(f)
+		f.Close()
+		if err != nil {
+			return nil, "", nil, fmt.Errorf("%s: %w", args[1], err)
+		}
+		args = args[2:]
+	}
+	if len(args) == 0 {
+		return nil, "", nil, fmt.Errorf("%s: want RESULT.json files", cmd)
+	}
+	var results []*replay.Result
+	for _, name := range args {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		res, err := replay.ReadJSON(f)
+		f.Close()
+		if err != nil {
+			return nil, "", nil, fmt.Errorf("%s: %w", name, err)
+		}
+		results = append(results, res)
+	}
+	return fgd, svgFile, results, nil
 }
 
 // svg draws the chart of a --json result again, as --svg drew it with the

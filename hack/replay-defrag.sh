@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The budget table of docs/defragmentation.md (issue 40): the replay with its
+# defragmenter in the loop, fractional pods as DRA shares, FGD's order, for
+# each trace, move budget and seed; then `replay summary` over the results.
+#
+#   hack/replay-defrag.sh REPLAY TRACES_DIR OUT_DIR
+#
+# TRACES, BUDGETS (percent of arrivals; 0: no defragmenter, with the stock
+# scheduler and the offline packing beside), SEEDS and CONSOLIDATE come from
+# the environment. Runs are skipped when their JSON exists, so a stopped
+# sweep resumes. About 1 minute per run without moves, 0.5-4 with, on 2
+# cores.
+set -euo pipefail
+
+replay=${1:?usage: hack/replay-defrag.sh REPLAY TRACES_DIR OUT_DIR}
+traces_dir=${2:?usage: hack/replay-defrag.sh REPLAY TRACES_DIR OUT_DIR}
+out=${3:?usage: hack/replay-defrag.sh REPLAY TRACES_DIR OUT_DIR}
+TRACES=${TRACES:-default multigpu50}
+BUDGETS=${BUDGETS:-1 0 0.1 0.5 2}
+SEEDS=${SEEDS:-42 43 44 45 46}
+CONSOLIDATE=${CONSOLIDATE:-0.1}
+
+if [[ ! -d $traces_dir ]]; then
+  echo "replay-defrag: $traces_dir not found. The Alibaba GPU trace v2023 is not part of this"
+  echo "replay-defrag: repository; put its CSV files there (or set REPLAY_TRACES). Nothing to do."
+  exit 0
+fi
+mkdir -p "$out"
+# FGD's default workload is gpuspec10 without GPU models (docs/placement.md).
+if [[ ! -f $out/default.csv ]]; then
+  "$replay" variant --pods "$traces_dir/openb_pod_list_gpuspec10.csv" --no-products --out "$out/default.csv"
+fi
+for budget in $BUDGETS; do
+  for trace in $TRACES; do
+    pods=$traces_dir/openb_pod_list_$trace.csv
+    [[ $trace == default ]] && pods=$out/default.csv
+    for seed in $SEEDS; do
+      json=$out/$trace-budget$budget-seed$seed.json
+      [[ -f $json ]] && continue
+      flags=(--policies devicefit --move-budget "$budget" --consolidate "$CONSOLIDATE")
+      if [[ $budget == 0 ]]; then
+        flags=(--policies default,devicefit --offline)
+      fi
+      echo "$replay --pods $pods --seed $seed ${flags[*]}"
+      "$replay" --nodes "$traces_dir/openb_node_list_gpu_node.csv" --pods "$pods" \
+        --fractional dra-shares --devices dra --tune 1.3 --order fgd --seed "$seed" \
+        "${flags[@]}" --json "$json.tmp" >/dev/null
+      mv "$json.tmp" "$json"
+    done
+  done
+done
+fgd=()
+f=$traces_dir/fgd-expected-results/analysis_allo_discrete.csv
+[[ -f $f ]] && fgd=(--fgd "$f")
+"$replay" budgets "${fgd[@]}" --svg "$out/budgets.svg" "$out"/*-budget*-seed*.json
