@@ -64,9 +64,11 @@ type Controller struct {
 	budget   *Budget
 	optIn    func(*v1.Pod) bool
 	set      devices.ResourceSet
-	// reported are the dry-run plans already reported, per pod, so that
-	// each pass does not repeat the same Event.
+	// reported are the dry-run plans already reported, per pod or node, so
+	// that each pass does not repeat the same Event; touched are those a
+	// pass reported or found reported, the others are dropped after it.
 	reported map[types.UID]string
+	touched  sets.Set[types.UID]
 }
 
 // New returns a controller for a defaulted, validated configuration.
@@ -83,7 +85,7 @@ func New(cfg *v1alpha1.DefragmenterConfiguration, client kubernetes.Interface, p
 	return &Controller{
 		cfg: cfg, client: client, profile: profile, pods: pods, recorder: recorder, clock: c,
 		budget: NewBudget(int(*cfg.Budget.MovesPerHour), c), optIn: optIn, set: set,
-		reported: map[types.UID]string{},
+		reported: map[types.UID]string{}, touched: sets.New[types.UID](),
 	}, nil
 }
 
@@ -116,6 +118,15 @@ func (c *Controller) Run(ctx context.Context) {
 // the whole-free nodes.
 func (c *Controller) Pass(ctx context.Context) {
 	budgetRemaining.Set(float64(c.budget.Remaining()))
+	defer func() {
+		budgetRemaining.Set(float64(c.budget.Remaining()))
+		for uid := range c.reported {
+			if !c.touched.Has(uid) {
+				delete(c.reported, uid)
+			}
+		}
+		c.touched.Clear()
+	}()
 	if p := c.cfg.Pending; p != nil && *p.Enabled {
 		if targets := c.targets(); len(targets) > 0 && c.forPending(ctx, targets) {
 			return
@@ -124,7 +135,6 @@ func (c *Controller) Pass(ctx context.Context) {
 	if f := c.cfg.FreeNodes; f != nil && f.Count > 0 {
 		c.forFreeNodes(ctx)
 	}
-	budgetRemaining.Set(float64(c.budget.Remaining()))
 }
 
 // targets are the device pods of the profile's schedulers unschedulable for
@@ -303,6 +313,7 @@ func (c *Controller) dryRun(ctx context.Context, regarding runtime.Object, trigg
 	if err != nil {
 		return
 	}
+	c.touched.Insert(meta.GetUID())
 	if c.reported[meta.GetUID()] == what {
 		return
 	}
