@@ -26,6 +26,12 @@ import (
 
 const product = "NVIDIA-A100-SXM4-80GB"
 
+// The GPUs of the package's nodes, eight per node, as GFD labels them.
+var (
+	a100 = gfd.GPU{Product: product, MemoryMiB: 81920, Compute: devices.Compute{Major: 8}, Count: 8, Family: "ampere", MIGStrategy: devices.MIGStrategySingle}
+	h100 = gfd.GPU{Product: "NVIDIA-H100-80GB-HBM3", MemoryMiB: 81559, Compute: devices.Compute{Major: 9}, Count: 8, Family: "hopper", MIGStrategy: devices.MIGStrategySingle}
+)
+
 // TestDefragApply: three 8-GPU nodes. a holds the two 1-GPU pods of a
 // ReplicaSet; b a 1-GPU pod of another ReplicaSet whose
 // PodDisruptionBudget allows no disruption, and a bare 3-GPU pod; c a bare
@@ -44,38 +50,15 @@ func TestDefragApply(t *testing.T) {
 	}
 	// Each node joins alone, so that the pods created meanwhile can go
 	// nowhere else; then every node is open.
-	register := func(name string) {
-		capacity := v1.ResourceList{
-			v1.ResourceCPU: resource.MustParse("64"), v1.ResourceMemory: resource.MustParse("512Gi"),
-			v1.ResourcePods: resource.MustParse("110"), e2eutil.ResourceGPU: resource.MustParse("8"),
-		}
-		if err := controlplane.RegisterNode(ctx, cs, name, gfd.GPU{Product: product, MemoryMiB: 81920, Compute: devices.Compute{Major: 8},
-			Count: 8, Family: "ampere", MIGStrategy: devices.MIGStrategySingle}.Labels(), capacity); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cordon := func(name string, on bool) {
-		patch := fmt.Sprintf(`{"spec":{"unschedulable":%v}}`, on)
-		if _, err := cs.CoreV1().Nodes().Patch(ctx, name, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	register := func(name string) { registerGPUNode(t, ctx, name, a100, nil) }
+	cordon := func(name string, on bool) { cordonNode(t, ctx, name, on) }
 	register("a")
 	replicaSet(t, ctx, ns, "movable", 2, nil)
 	waitBound(t, ctx, ns, "app=movable", 2)
 	cordon("a", true)
 	register("b")
 	replicaSet(t, ctx, ns, "guarded", 1, map[string]string{"guarded": "true"})
-	pdb := &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "guarded"},
-		Spec: policyv1.PodDisruptionBudgetSpec{
-			MinAvailable: ptr.To(intstr.FromInt32(1)),
-			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "guarded"}},
-		},
-	}
-	if _, err := cs.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	blockingPDB(t, ctx, ns, "guarded")
 	createBare(t, ctx, ns, "bare-b", 3)
 	waitBound(t, ctx, ns, "app=guarded", 1)
 	waitBound(t, ctx, ns, "app=bare-b", 1)
@@ -183,6 +166,48 @@ func TestDefragApply(t *testing.T) {
 		if strings.HasPrefix(n, "a ") {
 			t.Errorf("a movable pod is still on a: %v", after["movable"])
 		}
+	}
+}
+
+// registerGPUNode registers an 8-GPU node of gpu with GFD's labels and
+// extra.
+func registerGPUNode(t *testing.T, ctx context.Context, name string, gpu gfd.GPU, extra map[string]string) {
+	t.Helper()
+	labels := gpu.Labels()
+	for k, v := range extra {
+		labels[k] = v
+	}
+	capacity := v1.ResourceList{
+		v1.ResourceCPU: resource.MustParse("64"), v1.ResourceMemory: resource.MustParse("512Gi"),
+		v1.ResourcePods: resource.MustParse("110"), e2eutil.ResourceGPU: resource.MustParse("8"),
+	}
+	if err := controlplane.RegisterNode(ctx, env.CP.Client, name, labels, capacity); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// cordonNode sets the node's spec.unschedulable.
+func cordonNode(t *testing.T, ctx context.Context, name string, on bool) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"spec":{"unschedulable":%v}}`, on)
+	if _, err := env.CP.Client.CoreV1().Nodes().Patch(ctx, name, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// blockingPDB creates the PodDisruptionBudget app=name with minAvailable 1:
+// without a kubelet no pod becomes ready, so it allows no disruption.
+func blockingPDB(t *testing.T, ctx context.Context, ns, name string) {
+	t.Helper()
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MinAvailable: ptr.To(intstr.FromInt32(1)),
+			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+		},
+	}
+	if _, err := env.CP.Client.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -2,7 +2,6 @@ package day2
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -13,18 +12,12 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/devicefit/devicefit/internal/controlplane"
 	"github.com/devicefit/devicefit/internal/e2eutil"
-	"github.com/devicefit/devicefit/internal/gfd"
 	"github.com/devicefit/devicefit/pkg/defrag"
-	"github.com/devicefit/devicefit/pkg/devices"
 )
 
 // suiteLabel keeps TestDefragmenter's pods on its own nodes: TestDefragApply
@@ -57,24 +50,8 @@ func TestDefragmenter(t *testing.T) {
 	}
 	optIn := map[string]string{"devicefit.io/defrag": "allow"}
 	onSuite := map[string]string{suiteLabel: ns}
-	register := func(name string) {
-		labels := gfd.GPU{Product: product, MemoryMiB: 81920, Compute: devices.Compute{Major: 8},
-			Count: 8, Family: "ampere", MIGStrategy: devices.MIGStrategySingle}.Labels()
-		labels[suiteLabel] = ns
-		capacity := v1.ResourceList{
-			v1.ResourceCPU: resource.MustParse("64"), v1.ResourceMemory: resource.MustParse("512Gi"),
-			v1.ResourcePods: resource.MustParse("110"), e2eutil.ResourceGPU: resource.MustParse("8"),
-		}
-		if err := controlplane.RegisterNode(ctx, cs, name, labels, capacity); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cordon := func(name string, on bool) {
-		patch := fmt.Sprintf(`{"spec":{"unschedulable":%v}}`, on)
-		if _, err := cs.CoreV1().Nodes().Patch(ctx, name, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	register := func(name string) { registerGPUNode(t, ctx, name, a100, onSuite) }
+	cordon := func(name string, on bool) { cordonNode(t, ctx, name, on) }
 	withSelector := func(p *v1.Pod) { p.Spec.NodeSelector = onSuite }
 	register("d1")
 	replicaSetOf(t, ctx, ns, "movable", 2, 1, optIn, withSelector)
@@ -82,16 +59,7 @@ func TestDefragmenter(t *testing.T) {
 	cordon("d1", true)
 	register("d2")
 	replicaSetOf(t, ctx, ns, "guarded", 1, 1, optIn, withSelector)
-	pdb := &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "guarded"},
-		Spec: policyv1.PodDisruptionBudgetSpec{
-			MinAvailable: ptr.To(intstr.FromInt32(1)),
-			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "guarded"}},
-		},
-	}
-	if _, err := cs.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	blockingPDB(t, ctx, ns, "guarded")
 	waitBound(t, ctx, ns, "app=guarded", 1)
 	cordon("d2", true)
 	register("d3")
@@ -247,33 +215,17 @@ func TestDefragmenterFreeNodes(t *testing.T) {
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	h100 := "NVIDIA-H100-80GB-HBM3"
-	register := func(name string) {
-		labels := gfd.GPU{Product: h100, MemoryMiB: 81920, Compute: devices.Compute{Major: 9},
-			Count: 8, Family: "hopper", MIGStrategy: devices.MIGStrategySingle}.Labels()
-		labels[suiteLabel] = ns
-		capacity := v1.ResourceList{
-			v1.ResourceCPU: resource.MustParse("64"), v1.ResourceMemory: resource.MustParse("512Gi"),
-			v1.ResourcePods: resource.MustParse("110"), e2eutil.ResourceGPU: resource.MustParse("8"),
-		}
-		if err := controlplane.RegisterNode(ctx, cs, name, labels, capacity); err != nil {
-			t.Fatal(err)
-		}
-	}
+	register := func(name string) { registerGPUNode(t, ctx, name, h100, map[string]string{suiteLabel: ns}) }
 	optIn := map[string]string{"devicefit.io/defrag": "allow"}
 	withSelector := func(p *v1.Pod) { p.Spec.NodeSelector = map[string]string{suiteLabel: ns} }
 	register("f1")
 	replicaSetOf(t, ctx, ns, "one", 1, 1, optIn, withSelector)
 	waitBound(t, ctx, ns, "app=one", 1)
-	if _, err := cs.CoreV1().Nodes().Patch(ctx, "f1", "application/merge-patch+json", []byte(`{"spec":{"unschedulable":true}}`), metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	cordonNode(t, ctx, "f1", true)
 	register("f2")
 	replicaSetOf(t, ctx, ns, "two", 1, 1, optIn, withSelector)
 	waitBound(t, ctx, ns, "app=two", 1)
-	if _, err := cs.CoreV1().Nodes().Patch(ctx, "f1", "application/merge-patch+json", []byte(`{"spec":{"unschedulable":false}}`), metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	cordonNode(t, ctx, "f1", false)
 	before := placements(t, ctx, ns)
 	freeNodes := func(dryRun bool) func(map[string]interface{}) {
 		return func(cfg map[string]interface{}) {
