@@ -137,19 +137,20 @@ func (c *Controller) Pass(ctx context.Context) {
 	}
 }
 
-// targets are the device pods of the profile's schedulers unschedulable for
-// pending.after, highest priority first, then longest waiting.
+// targets are the device pods of the profile unschedulable for
+// pending.after, highest priority first, then longest waiting. Pods of the
+// configuration's other profiles are left alone: the plan would be made
+// with a profile that does not place them.
 func (c *Controller) targets() []*v1.Pod {
 	pods, err := c.pods.List(labels.Everything())
 	if err != nil {
 		return nil
 	}
-	schedulers := sets.New(c.profile.Profiles...)
 	now := c.clock.Now()
 	since := map[*v1.Pod]time.Time{}
 	var out []*v1.Pod
 	for _, p := range pods {
-		if p.Spec.NodeName != "" || p.DeletionTimestamp != nil || !schedulers.Has(p.Spec.SchedulerName) || !c.asksDevices(p) {
+		if p.Spec.NodeName != "" || p.DeletionTimestamp != nil || p.Spec.SchedulerName != c.profile.Profile.SchedulerName || !c.asksDevices(p) {
 			continue
 		}
 		for _, cond := range p.Status.Conditions {
