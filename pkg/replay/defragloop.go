@@ -29,6 +29,11 @@ type DefragOptions struct {
 	// (FGD's measure for the trace's workload) the most, by at least this
 	// many devices, moves (consolidate.go).
 	Consolidate float64
+	// Until, when above 0, ends the moves once this percent of the fleet's
+	// GPUs has arrived. FGD's figures are at 100% arrived; past it nearly
+	// every arrival pends, and a search for each would only change the
+	// later points.
+	Until float64
 }
 
 // Validate reports a budget or move count that makes no sense.
@@ -38,6 +43,8 @@ func (o DefragOptions) Validate() error {
 		return fmt.Errorf("move budget %v: want a fraction of the arrivals from 0 to 1", o.Budget)
 	case math.IsNaN(o.Consolidate) || o.Consolidate < 0:
 		return fmt.Errorf("consolidate %v: want the devices a move must free, 0 for none", o.Consolidate)
+	case math.IsNaN(o.Until) || o.Until < 0:
+		return fmt.Errorf("moves until %v: want an arrived percent, 0 for no end", o.Until)
 	case o.Budget > 0 && o.MaxMoves < 1:
 		return fmt.Errorf("max moves %d: want at least 1 with a move budget", o.MaxMoves)
 	}
@@ -378,6 +385,9 @@ func (d *defragger) evict(logger klog.Logger, s *simulation, idx int) error {
 // deletion; the moved pod is scheduled after them, as its controller's new
 // pod. With no pod pending, Consolidate may spend it instead.
 func (d *defragger) step(ctx context.Context, s *simulation, idx int, record recordFunc) error {
+	if m := s.metrics; d.opts.Until > 0 && 100*float64(m.arrived) > d.opts.Until*float64(m.capacity) {
+		return nil
+	}
 	for d.changed {
 		limit := min(d.opts.MaxMoves, d.allowed(s, idx))
 		if limit <= 0 {

@@ -225,6 +225,40 @@ func TestDefragInTheLoop(t *testing.T) {
 			if moves == 0 {
 				t.Error("no policy moved a pod; the scenario should make moves, to cover them")
 			}
+
+			// Until: no move once that percent has arrived. The point of
+			// each later percent holds every move made.
+			until := -1
+			for _, p := range res.Policies {
+				for i, pt := range p.Points {
+					if pt.Moves > 0 && pt.Moves < p.Final.Moves {
+						until = i
+						break
+					}
+				}
+				if until >= 0 {
+					break
+				}
+			}
+			if until < 0 {
+				t.Fatal("no policy moved pods at two arrived percents; the scenario should, to cover Until")
+			}
+			cfg.Engine.Defrag.Until = float64(until)
+			cut := run(t, cfg)
+			for i, p := range cut.Policies {
+				if len(p.Points) <= until+1 {
+					continue
+				}
+				if after := p.Points[until+1].Moves; p.Final.Moves != after {
+					t.Errorf("%s: %d moves at %d%% arrived, %d at the end: moves after --moves-until %d", p.Name, after, until+1, p.Final.Moves, until)
+				}
+				if p.Final.Moves > res.Policies[i].Final.Moves {
+					t.Errorf("%s: %d moves until %d%%, more than the %d without an end", p.Name, p.Final.Moves, until, res.Policies[i].Final.Moves)
+				}
+			}
+			if cut.Policies[0].Final.Moves == res.Policies[0].Final.Moves && cut.Policies[len(cut.Policies)-1].Final.Moves == res.Policies[len(res.Policies)-1].Final.Moves {
+				t.Errorf("Until %d%% changed no policy's moves", until)
+			}
 		})
 	}
 }
@@ -241,6 +275,7 @@ func TestDefragOptionsValidate(t *testing.T) {
 		{DefragOptions{Budget: math.NaN(), MaxMoves: 2}, "move budget NaN: want a fraction of the arrivals from 0 to 1"},
 		{DefragOptions{Budget: 0.01}, "max moves 0: want at least 1 with a move budget"},
 		{DefragOptions{Budget: 0.01, MaxMoves: 1, Consolidate: -1}, "consolidate -1: want the devices a move must free, 0 for none"},
+		{DefragOptions{Budget: 0.01, MaxMoves: 1, Until: -5}, "moves until -5: want an arrived percent, 0 for no end"},
 	} {
 		err := tc.opts.Validate()
 		if got := fmt.Sprint(err); tc.want == "" && err != nil || tc.want != "" && got != tc.want {
