@@ -37,7 +37,8 @@ for budget in $BUDGETS; do
     for seed in $SEEDS; do
       json=$out/$trace-budget$budget-seed$seed.json
       [[ -f $json ]] && continue
-      flags=(--policies devicefit --move-budget "$budget" --consolidate "$CONSOLIDATE")
+      # Moves past 100% arrived change no figure of the table.
+      flags=(--policies devicefit --move-budget "$budget" --consolidate "$CONSOLIDATE" --moves-until 100)
       if [[ $budget == 0 ]]; then
         flags=(--policies default,devicefit --offline)
       fi
