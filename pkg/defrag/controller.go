@@ -248,6 +248,12 @@ func (c *Controller) forPending(ctx context.Context, targets []*v1.Pod) bool {
 			plans.WithLabelValues(TriggerPending, OutcomeOverBudget).Inc()
 			return true
 		}
+		// The plan took a while: the pod may have been bound or deleted
+		// since the snapshot, and then no move is wanted.
+		if fresh, err := c.client.CoreV1().Pods(target.Namespace).Get(ctx, target.Name, metav1.GetOptions{}); err != nil || fresh.UID != target.UID || fresh.Spec.NodeName != "" {
+			logger.V(2).Info("Pod no longer pending, plan dropped", "pod", klog.KObj(target))
+			continue
+		}
 		c.recorder.Eventf(target, nil, v1.EventTypeNormal, ReasonMoving, "Defragment",
 			"Moving %d pod(s) %s", len(plan.Moves), what)
 		c.apply(ctx, TriggerPending, target, target, []string{plan.Node}, plan.Moves, cluster)
