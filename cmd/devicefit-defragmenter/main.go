@@ -104,13 +104,14 @@ func serve(ctx context.Context, cfg *v1alpha1.DefragmenterConfiguration, profile
 	}
 	factory := informers.NewSharedInformerFactory(cs, 0)
 	pods := factory.Core().V1().Pods().Lister()
+	nodes := factory.Core().V1().Nodes().Lister()
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()})
 	broadcaster.StartRecordingToSink(ctx.Done())
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(scheme.Scheme, Name)
-	controller, err := defrag.New(cfg, cs, profile, pods, recorder, clock.RealClock{})
+	controller, err := defrag.New(cfg, cs, profile, pods, nodes, recorder, clock.RealClock{})
 	if err != nil {
 		return err
 	}

@@ -59,6 +59,7 @@ type Controller struct {
 	client   kubernetes.Interface
 	profile  *cli.Profile
 	pods     corelisters.PodLister
+	nodes    corelisters.NodeLister
 	recorder events.EventRecorder
 	clock    clock.Clock
 	budget   *Budget
@@ -72,7 +73,7 @@ type Controller struct {
 }
 
 // New returns a controller for a defaulted, validated configuration.
-func New(cfg *v1alpha1.DefragmenterConfiguration, client kubernetes.Interface, profile *cli.Profile, pods corelisters.PodLister, recorder events.EventRecorder, c clock.Clock) (*Controller, error) {
+func New(cfg *v1alpha1.DefragmenterConfiguration, client kubernetes.Interface, profile *cli.Profile, pods corelisters.PodLister, nodes corelisters.NodeLister, recorder events.EventRecorder, c clock.Clock) (*Controller, error) {
 	set, err := devices.NewResourceSet(profile.Fit.DeviceResources)
 	if err != nil {
 		return nil, err
@@ -83,7 +84,7 @@ func New(cfg *v1alpha1.DefragmenterConfiguration, client kubernetes.Interface, p
 	}
 	RegisterMetrics()
 	return &Controller{
-		cfg: cfg, client: client, profile: profile, pods: pods, recorder: recorder, clock: c,
+		cfg: cfg, client: client, profile: profile, pods: pods, nodes: nodes, recorder: recorder, clock: c,
 		budget: NewBudget(int(*cfg.Budget.MovesPerHour), c), optIn: optIn, set: set,
 		reported: map[types.UID]string{}, touched: sets.New[types.UID](),
 	}, nil
@@ -266,6 +267,16 @@ func (c *Controller) forPending(ctx context.Context, targets []*v1.Pod) bool {
 func (c *Controller) forFreeNodes(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	f := c.cfg.FreeNodes
+	// The informer caches tell whether enough nodes are free already: the
+	// snapshot (a list of everything) is taken only when they are not.
+	if nodes, err := c.nodes.List(labels.Everything()); err == nil {
+		if pods, err := c.pods.List(labels.Everything()); err == nil {
+			free, err := replay.WholeFreeNodes(replay.Cluster{Nodes: nodes, Pods: pods}, v1.ResourceName(f.Resource), f.Product)
+			if err == nil && len(free) >= int(f.Count) {
+				return
+			}
+		}
+	}
 	cluster, rules, err := c.snapshot(ctx)
 	if err != nil {
 		logger.Error(err, "Taking a snapshot of the cluster")

@@ -384,6 +384,54 @@ type FreeNodesPlan struct {
 	Reason string   `json:"reason,omitempty"`
 }
 
+// WholeFreeNodes are the nodes advertising resource (and, when product is
+// set, whose devices of it are that product) with none of it allocated,
+// sorted: what PlanFreeNodes counts as free already.
+func WholeFreeNodes(c Cluster, resource v1.ResourceName, product string) ([]string, error) {
+	free, _, err := wholeFreeNodes(c, resource, product)
+	return free, err
+}
+
+// wholeFreeNodes returns the whole-free nodes, sorted, and for every other
+// node advertising the resource (of the product) the pods holding it.
+func wholeFreeNodes(c Cluster, resource v1.ResourceName, product string) ([]string, map[string][]*v1.Pod, error) {
+	var pattern *devices.ProductPattern
+	if product != "" {
+		p, err := devices.ParseProductPattern(product)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--product %q: %w", product, err)
+		}
+		pattern = &p
+	}
+	holding := map[string][]*v1.Pod{}
+	for _, p := range c.Pods {
+		if p.Spec.NodeName == "" || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
+			continue
+		}
+		if q := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})[resource]; !q.IsZero() {
+			holding[p.Spec.NodeName] = append(holding[p.Spec.NodeName], p)
+		}
+	}
+	labels := devices.NewDeviceLabels(resource)
+	var free []string
+	holders := map[string][]*v1.Pod{}
+	for _, n := range c.Nodes {
+		if q := n.Status.Allocatable[resource]; q.IsZero() {
+			continue
+		}
+		if pattern != nil && !pattern.Matches(labels.Describe(n.Labels).Product) {
+			continue
+		}
+		if len(holding[n.Name]) == 0 {
+			free = append(free, n.Name)
+			continue
+		}
+		holders[n.Name] = holding[n.Name]
+	}
+	sort.Strings(free)
+	return free, holders, nil
+}
+
 // PlanFreeNodes finds moves that leave want nodes advertising resource (and,
 // when product is set, whose devices of it are that product) with none of
 // it allocated. Nodes free already count first; then nodes whose pods
@@ -392,52 +440,32 @@ type FreeNodesPlan struct {
 // profile places all pods moved so far again on nodes not being emptied.
 func PlanFreeNodes(ctx context.Context, pol Policy, c Cluster, want int, resource v1.ResourceName, product string, rules MoveRules) (*FreeNodesPlan, error) {
 	plan := &FreeNodesPlan{Want: want}
-	var pattern *devices.ProductPattern
-	if product != "" {
-		p, err := devices.ParseProductPattern(product)
-		if err != nil {
-			return nil, fmt.Errorf("--product %q: %w", product, err)
-		}
-		pattern = &p
+	free, holders, err := wholeFreeNodes(c, resource, product)
+	if err != nil {
+		return nil, err
 	}
-	holders := map[string][]*v1.Pod{}
-	for _, p := range c.Pods {
-		if p.Spec.NodeName == "" || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
-			continue
-		}
-		if q := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})[resource]; !q.IsZero() {
-			holders[p.Spec.NodeName] = append(holders[p.Spec.NodeName], p)
-		}
-	}
-	labels := devices.NewDeviceLabels(resource)
+	plan.Free = free
 	type candidate struct {
 		node string
 		pods []*v1.Pod
 	}
 	var candidates []candidate
 	for _, n := range c.Nodes {
-		if q := n.Status.Allocatable[resource]; q.IsZero() {
-			continue
-		}
-		if pattern != nil && !pattern.Matches(labels.Describe(n.Labels).Product) {
-			continue
-		}
-		if len(holders[n.Name]) == 0 {
-			plan.Free = append(plan.Free, n.Name)
+		pods, ok := holders[n.Name]
+		if !ok || len(pods) == 0 {
 			continue
 		}
 		movable := true
-		for _, p := range holders[n.Name] {
+		for _, p := range pods {
 			if rules.why(p, math.MaxInt32) != "" {
 				movable = false
 				break
 			}
 		}
 		if movable {
-			candidates = append(candidates, candidate{node: n.Name, pods: holders[n.Name]})
+			candidates = append(candidates, candidate{node: n.Name, pods: pods})
 		}
 	}
-	sort.Strings(plan.Free)
 	if len(plan.Free) >= want {
 		plan.Free, plan.Done = plan.Free[:want], true
 		return plan, nil

@@ -171,3 +171,32 @@ func TestPlanFreeNodes(t *testing.T) {
 		})
 	}
 }
+
+// TestWholeFreeNodes: a node is whole-free when no pod that is bound and
+// not finished holds the resource there; --product narrows the nodes.
+func TestWholeFreeNodes(t *testing.T) {
+	c := defragCluster()
+	c.Nodes = append(c.Nodes, NewNode(&NodeSpec{Name: "d", MilliCPU: 64000, MemoryMiB: 512 << 10, GPUs: 8, Model: "NVIDIA-H100-80GB-HBM3"}),
+		NewNode(&NodeSpec{Name: "cpu", MilliCPU: 64000, MemoryMiB: 512 << 10}))
+	for _, p := range c.Pods {
+		if p.Name == "bare" {
+			p.Status.Phase = v1.PodSucceeded
+		}
+	}
+	for _, tc := range []struct {
+		product string
+		want    []string
+	}{
+		{"", []string{"c", "d"}},
+		{"NVIDIA-H100*", []string{"d"}},
+		{"NVIDIA-A100-SXM4-80GB", []string{"c"}},
+	} {
+		got, err := WholeFreeNodes(c, DeviceResource, tc.product)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !cmp.Equal(got, tc.want) {
+			t.Errorf("product %q: %v, want %v", tc.product, got, tc.want)
+		}
+	}
+}
