@@ -166,10 +166,17 @@ func WriteBudgetSVG(w io.Writer, results []*Result, fgd FGDResults, title string
 				seeds = r.seeds
 			case r.policy == "default" && r.budget == 0:
 				stock = m
+				continue
 			default:
 				continue
 			}
 			lo, hi = math.Min(lo, m), math.Max(hi, m)
+		}
+		// The stock scheduler far below (multigpu50: 23 points) would
+		// flatten devicefit's line: it is named under the panel instead.
+		stockBelow := !math.IsNaN(stock) && stock < lo-10
+		if !math.IsNaN(stock) && !stockBelow {
+			lo, hi = math.Min(lo, stock), math.Max(hi, stock)
 		}
 		f, haveFGD := fgdMean(fgd, trace, seeds)
 		if haveFGD {
@@ -181,8 +188,12 @@ func WriteBudgetSVG(w io.Writer, results []*Result, fgd FGDResults, title string
 		p := panel{x: chartMargin + 60 + float64(i)*(pw+gap), y: top, w: pw, h: height,
 			xmin: -0.5, xmax: math.Max(float64(len(budgets))-0.5, 0.5), ymin: math.Floor(lo - 0.5), ymax: math.Ceil(hi + 0.5)}
 		axes(&b, p)
-		if !math.IsNaN(stock) {
+		if !math.IsNaN(stock) && !stockBelow {
 			polyline(&b, p, [][2]float64{{p.xmin, stock}, {p.xmax, stock}}, palette[1], "")
+		}
+		if stockBelow {
+			texts = append(texts, textItem{x: p.x + 8, y: p.y + p.h - 8, size: fontSize, anchor: "start",
+				text: fmt.Sprintf("stock scheduler: %.2f, below the axis", stock)})
 		}
 		if haveFGD {
 			polyline(&b, p, [][2]float64{{p.xmin, f}, {p.xmax, f}}, "#333333", `stroke-dasharray="6 3"`)

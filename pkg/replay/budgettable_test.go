@@ -83,6 +83,15 @@ func TestBudgetTable(t *testing.T) {
 	if polylines != 5 || circles != 3 {
 		t.Errorf("%d lines and %d points, want 5 and 3:\n%s", polylines, circles, svg.String())
 	}
+	// A stock scheduler far below is named, not drawn.
+	results[2].Policies[0].Points[100].AllocatedPct, results[3].Policies[0].Points[100].AllocatedPct = 70, 70
+	svg.Reset()
+	if err := WriteBudgetSVG(&svg, results, fgd, "title"); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(svg.String(), "<polyline"); got != 4 || !strings.Contains(svg.String(), "stock scheduler: 70.00, below the axis") {
+		t.Errorf("stock scheduler 25 points below: %d lines, want 4 and its figure named:\n%s", got, svg.String())
+	}
 	if err := WriteBudgetSVG(&svg, results[5:], fgd, "title"); err == nil {
 		t.Error("a chart of no shares replay: want an error")
 	}
