@@ -426,16 +426,19 @@ replay: $(BIN)/replay ## one replay: REPLAY_PODS (default the shared multigpu50 
 		$(BIN)/replay --nodes $(REPLAY_FALLBACK) --pods $(REPLAY_FALLBACK) $(REPLAY_FLAGS); \
 	fi
 
-# The defragmentation budget table and chart of docs/defragmentation.md
-# (issue 40): the replay with its defragmenter in the loop, per trace, move
-# budget and seed (DEFRAG_TRACES, DEFRAG_BUDGETS, REPORT_SEEDS), into
+# The defragmentation budget tables and chart of docs/defragmentation.md
+# (issue 40): the replay with its defragmenter in the loop, per mode
+# (fractional as DRA shares, whole GPUs), trace, move budget and seed
+# (DEFRAG_MODES, DEFRAG_TRACES, DEFRAG_BUDGETS, REPORT_SEEDS), into
 # bin/replay-defrag/ (budgets.svg beside the JSON). Resumes where a stopped
-# run left off. 0.5-4 minutes per run on 2 cores.
+# run left off. 0.5-4 minutes per fractional run on 2 cores, seconds per
+# whole-GPU run.
+DEFRAG_MODES ?= fractional whole
 DEFRAG_TRACES ?= default multigpu50
 DEFRAG_BUDGETS ?= 1 0 0.1 0.5 2
 .PHONY: replay-defrag
-replay-defrag: $(BIN)/replay ## the move-budget table and chart (needs ../shared/traces/alibaba-gpu-v2023)
-	TRACES="$(DEFRAG_TRACES)" BUDGETS="$(DEFRAG_BUDGETS)" SEEDS="$(REPORT_SEEDS)" \
+replay-defrag: $(BIN)/replay ## the move-budget tables and chart (needs ../shared/traces/alibaba-gpu-v2023)
+	MODES="$(DEFRAG_MODES)" TRACES="$(DEFRAG_TRACES)" BUDGETS="$(DEFRAG_BUDGETS)" SEEDS="$(REPORT_SEEDS)" \
 		hack/replay-defrag.sh $(BIN)/replay "$(REPLAY_TRACES)" $(BIN)/replay-defrag
 
 # The soak (issue 25, docs/performance.md "Soak"): SOAK_ARRIVALS pod

@@ -19,10 +19,10 @@ type budgetRow struct {
 	offline       []float64
 }
 
-// budgetRows groups the fractional (DRA shares) replays by trace, policy
-// and move budget, in the order traces and policies first appear, budgets
-// ascending.
-func budgetRows(results []*Result) []*budgetRow {
+// budgetRows groups the replays of one --fractional mode (DRA shares, or
+// whole GPUs: round-up) by trace, policy and move budget, in the order
+// traces and policies first appear, budgets ascending.
+func budgetRows(results []*Result, mode Fractional) []*budgetRow {
 	var rows []*budgetRow
 	find := func(trace, policy string, budget float64) *budgetRow {
 		for _, r := range rows {
@@ -35,7 +35,7 @@ func budgetRows(results []*Result) []*budgetRow {
 		return r
 	}
 	for _, res := range results {
-		if res.Inputs.Fractional != string(FractionalDRAShares) {
+		if res.Inputs.Fractional != string(mode) {
 			continue
 		}
 		trace := strings.TrimSuffix(strings.TrimPrefix(res.Inputs.Pods, "openb_pod_list_"), ".csv")
@@ -85,30 +85,45 @@ func firstSeen(rows []*budgetRow, key func(*budgetRow) string) []string {
 	return out
 }
 
-// WriteBudgetTable writes the defragmentation table of
-// docs/defragmentation.md: per trace (fractional pods as DRA shares), policy
-// and move budget, the means over the seeds of the GPU allocation, the
-// failed pods and the moves at 100% arrived, the offline packing of the
-// arrived pods (replays with --offline), and FGD's published mean over the
-// same seeds (fgd may be nil).
+// WriteBudgetTable writes the defragmentation tables of
+// docs/defragmentation.md: per trace, policy and move budget, the means over
+// the seeds of the GPU allocation, the failed pods and the moves at 100%
+// arrived, and the offline packing of the arrived pods (replays with
+// --offline). The first table holds the fractional replays (DRA shares)
+// with FGD's published mean over the same seeds (fgd may be nil) and the
+// margin to it; a second, when there are any, the whole-GPU replays
+// (round-up), which FGD did not publish: its figures share GPUs.
 func WriteBudgetTable(w io.Writer, results []*Result, fgd FGDResults) error {
 	var b strings.Builder
 	b.WriteString("| trace (DRA shares) | policy | moves ≤ % of arrivals | seeds | allocated % at 100% arrived | failed pods | moves | offline packing, allocated % | FGD, same seeds | vs FGD |\n")
 	b.WriteString("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
-	for _, r := range budgetRows(results) {
-		offline, theirs, vs := "-", "-", "-"
-		if len(r.offline) > 0 {
-			offline = meanSD(r.offline, 2)
-		}
+	for _, r := range budgetRows(results, FractionalDRAShares) {
+		theirs, vs := "-", "-"
 		if f, ok := fgdMean(fgd, r.trace, r.seeds); ok {
 			theirs = fmt.Sprintf("%.2f", f)
 			vs = fmt.Sprintf("%+.2f", mean(r.alloc)-f)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %g | %s | %s | %s | %s | %s | %s | %s |\n", r.trace, r.policy, r.budget, seedList(r.seeds),
-			meanSD(r.alloc, 2), meanSD(r.failed, 0), meanSD(r.moves, 0), offline, theirs, vs)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", r.trace, r.policy, r.figures(), theirs, vs)
+	}
+	if whole := budgetRows(results, FractionalRoundUp); len(whole) > 0 {
+		b.WriteString("\n| trace (whole GPUs) | policy | moves ≤ % of arrivals | seeds | allocated % at 100% arrived | failed pods | moves | offline packing, allocated % |\n")
+		b.WriteString("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+		for _, r := range whole {
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", r.trace, r.policy, r.figures())
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// figures are a row's budget, seeds, and mean ± sd of the allocation,
+// failed pods, moves and offline packing, as table cells.
+func (r *budgetRow) figures() string {
+	offline := "-"
+	if len(r.offline) > 0 {
+		offline = meanSD(r.offline, 2)
+	}
+	return fmt.Sprintf("%g | %s | %s | %s | %s | %s", r.budget, seedList(r.seeds), meanSD(r.alloc, 2), meanSD(r.failed, 0), meanSD(r.moves, 0), offline)
 }
 
 // fgdMean is FGD's mean allocation over seeds, when it published every one.
@@ -133,7 +148,7 @@ func fgdMean(fgd FGDResults, trace string, seeds []int64) (float64, bool) {
 // spaced, with the stock scheduler's, FGD's published mean and FGD + 1
 // point (the target of issue 40) as horizontal lines.
 func WriteBudgetSVG(w io.Writer, results []*Result, fgd FGDResults, title string) error {
-	rows := budgetRows(results)
+	rows := budgetRows(results, FractionalDRAShares)
 	traces := firstSeen(rows, func(r *budgetRow) string { return r.trace })
 	if len(traces) == 0 {
 		return fmt.Errorf("no replay with --fractional %s", FractionalDRAShares)
