@@ -2,20 +2,13 @@ package day2
 
 import (
 	"context"
-	"io"
-	"net"
-	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
 
-	"github.com/devicefit/devicefit/internal/controlplane"
 	"github.com/devicefit/devicefit/internal/e2eutil"
 	"github.com/devicefit/devicefit/pkg/defrag"
 )
@@ -83,7 +76,7 @@ func TestDefragmenter(t *testing.T) {
 	})
 	before := placements(t, ctx, ns)
 
-	metrics, _ := startDefragmenter(t, ctx, "devicefit-defragmenter", func(cfg map[string]interface{}) {
+	defragmenter := startDefragmenter(t, ctx, "devicefit-defragmenter", func(cfg map[string]interface{}) {
 		cfg["pending"] = map[string]interface{}{"after": "1s", "maxMoves": 2}
 	})
 	big := e2eutil.DevicePod(ns, "big", e2eutil.ResourceGPU, 8)
@@ -131,73 +124,25 @@ func TestDefragmenter(t *testing.T) {
 	})
 	// The budget of two per hour is spent: both moves counted, none left;
 	// the plan counts as applied once the defragmenter has seen big bound.
-	waitMetrics(t, ctx, metrics,
+	defragmenter.WaitMetrics(t, ctx,
 		`devicefit_defragmenter_moves_total{dry_run="false",trigger="pending"} 2`,
 		`devicefit_defragmenter_plans_total{outcome="applied",trigger="pending"} 1`,
 		`devicefit_defragmenter_budget_remaining_moves 0`)
 }
 
-// startDefragmenter runs bin/devicefit-defragmenter as name with the
-// configuration of the component's ConfigMap, sped up for a test (a pass a
-// second, no grace period: no kubelet ends a graceful deletion, a budget
-// of two moves per hour) and changed by edit, and the component's
-// ServiceAccount. It returns the /metrics URL once the process holds the
-// lease, and the process.
-func startDefragmenter(t *testing.T, ctx context.Context, name string, edit func(map[string]interface{})) (string, *controlplane.Process) {
+// startDefragmenter runs bin/devicefit-defragmenter as the component
+// deploys it (e2eutil.RunDefragmenter), sped up for a test (a pass a
+// second, no grace period: no kubelet ends a graceful deletion, a budget of
+// two moves per hour) and changed by edit.
+func startDefragmenter(t *testing.T, ctx context.Context, name string, edit func(map[string]interface{})) *e2eutil.Defragmenter {
 	t.Helper()
-	cs := env.CP.Client
-	cms, err := cs.CoreV1().ConfigMaps(e2eutil.SystemNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=devicefit-defragmenter"})
-	if err != nil || len(cms.Items) != 1 {
-		t.Fatalf("the defragmenter component's ConfigMap: %v (%d found)", err, len(cms.Items))
-	}
-	var cfg map[string]interface{}
-	if err := yaml.Unmarshal([]byte(cms.Items[0].Data["defragmenter-config.yaml"]), &cfg); err != nil {
-		t.Fatal(err)
-	}
-	cfg["schedulerConfigFile"] = sched.Config.Path
-	cfg["interval"] = "1s"
-	cfg["budget"] = map[string]interface{}{"movesPerHour": 2, "concurrentMoves": 1}
-	cfg["evictionGracePeriodSeconds"] = 0
-	cfg["moveTimeout"] = "60s"
-	edit(cfg)
-	data, err := yaml.Marshal(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(env.Dir, name+"-config.yaml")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig, err := e2eutil.ServiceAccountKubeconfig(ctx, env.CP, env.Dir, e2eutil.SystemNamespace, "devicefit-defragmenter")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	p, err := controlplane.StartProcess(name, filepath.Join(env.BinDir, "devicefit-defragmenter"),
-		[]string{"--config", path, "--kubeconfig", kubeconfig, "--health-metrics-bind-address", addr, "--v=2"}, env.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		p.Stop(10 * time.Second)
-		if t.Failed() {
-			t.Logf("log of %s: %s", name, p.LogPath)
-		}
+	return env.RunDefragmenter(t, ctx, name, sched.Config.Path, func(cfg map[string]interface{}) {
+		cfg["interval"] = "1s"
+		cfg["budget"] = map[string]interface{}{"movesPerHour": 2, "concurrentMoves": 1}
+		cfg["evictionGracePeriodSeconds"] = 0
+		cfg["moveTimeout"] = "60s"
+		edit(cfg)
 	})
-	url := "http://" + addr
-	err = controlplane.Poll(ctx, 250*time.Millisecond, 60*time.Second, p, func(ctx context.Context) (bool, error) {
-		lease, err := cs.CoordinationV1().Leases(e2eutil.SystemNamespace).Get(ctx, "devicefit-defragmenter", metav1.GetOptions{})
-		return err == nil && lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "", nil
-	})
-	if err != nil {
-		t.Fatalf("%s did not take its lease: %v", name, e2eutil.WithLog(p, err))
-	}
-	return url + "/metrics", p
 }
 
 // TestDefragmenterFreeNodes: the free-nodes trigger, first in a dry run,
@@ -235,7 +180,7 @@ func TestDefragmenterFreeNodes(t *testing.T) {
 		}
 	}
 
-	metrics, dry := startDefragmenter(t, ctx, "defragmenter-dry-run", freeNodes(true))
+	dry := startDefragmenter(t, ctx, "defragmenter-dry-run", freeNodes(true))
 	// Events about a node go to the default namespace.
 	poll(t, ctx, "the dry run's Event on f1", func() (bool, error) {
 		list, err := cs.EventsV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{})
@@ -249,14 +194,14 @@ func TestDefragmenterFreeNodes(t *testing.T) {
 		}
 		return false, nil
 	})
-	waitMetrics(t, ctx, metrics, `devicefit_defragmenter_moves_total{dry_run="true",trigger="free_nodes"} 1`,
+	dry.WaitMetrics(t, ctx, `devicefit_defragmenter_moves_total{dry_run="true",trigger="free_nodes"} 1`,
 		`devicefit_defragmenter_plans_total{outcome="dry_run",trigger="free_nodes"}`)
 	if got := placements(t, ctx, ns); !equal(got, before) {
 		t.Fatalf("the dry run moved pods: %v, was %v", got, before)
 	}
-	dry.Stop(10 * time.Second)
+	dry.Process.Stop(10 * time.Second)
 
-	metrics, _ = startDefragmenter(t, ctx, "defragmenter-free-nodes", freeNodes(false))
+	live := startDefragmenter(t, ctx, "defragmenter-free-nodes", freeNodes(false))
 	poll(t, ctx, "f1 left with no GPU pod", func() (bool, error) {
 		got := placements(t, ctx, ns)
 		onF1 := 0
@@ -269,7 +214,7 @@ func TestDefragmenterFreeNodes(t *testing.T) {
 		}
 		return onF1 == 0 && len(got["one"]) == 1 && strings.HasPrefix(got["one"][0], "f2 "), nil
 	})
-	waitMetrics(t, ctx, metrics, `devicefit_defragmenter_moves_total{dry_run="false",trigger="free_nodes"} 1`,
+	live.WaitMetrics(t, ctx, `devicefit_defragmenter_moves_total{dry_run="false",trigger="free_nodes"} 1`,
 		`devicefit_defragmenter_plans_total{outcome="applied",trigger="free_nodes"} 1`)
 	// The reserve taint goes once the moves are done.
 	poll(t, ctx, "f1's reserve taint removed", func() (bool, error) {
@@ -284,50 +229,4 @@ func TestDefragmenterFreeNodes(t *testing.T) {
 		}
 		return true, nil
 	})
-}
-
-// waitMetrics waits until /metrics holds every line of want.
-func waitMetrics(t *testing.T, ctx context.Context, url string, want ...string) {
-	t.Helper()
-	var text string
-	err := controlplane.Poll(ctx, 250*time.Millisecond, 60*time.Second, sched.Process, func(context.Context) (bool, error) {
-		text = get(t, ctx, url)
-		for _, w := range want {
-			if !strings.Contains(text, w) {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
-	if err != nil {
-		t.Fatalf("/metrics lacks some of %q: %v\n%s", want, err, grepDefrag(text))
-	}
-}
-
-func get(t *testing.T, ctx context.Context, url string) string {
-	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %d %v", url, resp.StatusCode, err)
-	}
-	return string(body)
-}
-
-func grepDefrag(text string) string {
-	var out []string
-	for _, l := range strings.Split(text, "\n") {
-		if strings.HasPrefix(l, "devicefit_defragmenter") {
-			out = append(out, l)
-		}
-	}
-	return strings.Join(out, "\n")
 }

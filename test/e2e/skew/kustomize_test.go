@@ -31,7 +31,9 @@ func kustomizeOn(t *testing.T, m minor) {
 	row := reportRow(m)
 	row.server = cl.cluster.GitVersion
 
-	var components []string
+	// The defragmenter (off in the base) on every minor: its objects apply
+	// and it plans against that minor's API (defragmenter_test.go).
+	components := []string{"defragmenter"}
 	if features[routing].On {
 		components = append(components, "routing")
 	}
@@ -48,6 +50,7 @@ func kustomizeOn(t *testing.T, m minor) {
 	for _, p := range fl.pods(t) {
 		row.pods = append(row.pods, p.String())
 	}
+	row.defragmenter = checkDefragmenter(t, m, cl, sched)
 }
 
 // installKustomize applies the base and the named components of

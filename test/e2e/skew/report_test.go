@@ -14,7 +14,9 @@ type row struct {
 	kustomize string
 	ready     string
 	pods      []string
-	helm      string
+	// defragmenter is devicefit-defragmenter's run (defragmenter_test.go).
+	defragmenter string
+	helm         string
 }
 
 var report = struct {
@@ -45,11 +47,11 @@ func writeReport(path string) error {
 	}
 	sort.Strings(minors)
 	var b strings.Builder
-	b.WriteString("| control plane | kustomize install | scheduler ready (lease held) | pods | helm install |\n| --- | --- | --- | --- | --- |\n")
+	b.WriteString("| control plane | kustomize install | scheduler ready (lease held) | pods | defragmenter | helm install |\n| --- | --- | --- | --- | --- | --- |\n")
 	for _, m := range minors {
 		r := report.rows[m]
-		fmt.Fprintf(&b, "| %s (%s) | %s | %s | %s | %s |\n", m, r.server, r.kustomize, r.ready,
-			strings.ReplaceAll(strings.Join(r.pods, "<br>"), "|", `\|`), r.helm)
+		fmt.Fprintf(&b, "| %s (%s) | %s | %s | %s | %s | %s |\n", m, r.server, r.kustomize, r.ready,
+			strings.ReplaceAll(strings.Join(r.pods, "<br>"), "|", `\|`), r.defragmenter, r.helm)
 	}
 	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
