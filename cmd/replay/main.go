@@ -89,6 +89,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		moveBudget  = fs.Float64("move-budget", 0, "run the defragmenter in the loop: when a pod fits nowhere, move at most --max-moves pods so that it fits, the moves totalling at most this percent of the arrivals so far (0: off; 1 is one move per hundred arrivals)")
 		maxMoves    = fs.Int("max-moves", 2, "with --move-budget, the most pods moved for one pending pod")
 		movesUntil  = fs.Float64("moves-until", 0, "with --move-budget, no move once this percent of the fleet's GPUs has arrived (FGD's figures are at 100%; 0: no end)")
+		moveDelay   = fs.Int("move-delay", 0, "with --move-budget, arrivals a moved pod's replacement waits before it is scheduled (a controller that does not recreate it at once); meanwhile it holds no devices and arrivals may take its room (0: at once)")
 		consolidate = fs.Float64("consolidate", 0, "with --move-budget, also move a device-free pod with no pod pending when that frees at least this many stranded devices (0: only for pending pods)")
 		offline     = fs.Bool("offline", false, "also replay each policy on the pods arrived by 100%, all at once, largest first, without moves (a clairvoyant packing, beside what moves reach)")
 		profiles    = fs.StringArray("profile", nil, "KubeSchedulerConfiguration file to replay as a further policy, named by the file's base name (repeatable)")
@@ -129,9 +130,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if math.IsNaN(*moveBudget) || *moveBudget < 0 || *moveBudget > 100 {
 		return fail(fmt.Errorf("--move-budget %v: want a percent of the arrivals from 0 to 100", *moveBudget))
 	}
-	defrag := replay.DefragOptions{Budget: *moveBudget / 100, MaxMoves: *maxMoves, Consolidate: *consolidate, Until: *movesUntil}
+	defrag := replay.DefragOptions{Budget: *moveBudget / 100, MaxMoves: *maxMoves, Consolidate: *consolidate, Until: *movesUntil, Delay: *moveDelay}
 	if err := defrag.Validate(); err != nil {
-		return fail(fmt.Errorf("--move-budget %v, --max-moves %d, --consolidate %v, --moves-until %v: %w", *moveBudget, *maxMoves, *consolidate, *movesUntil, err))
+		return fail(fmt.Errorf("--move-budget %v, --max-moves %d, --consolidate %v, --moves-until %v, --move-delay %d: %w", *moveBudget, *maxMoves, *consolidate, *movesUntil, *moveDelay, err))
 	}
 	nodes, err := replay.LoadNodes(*nodesFile)
 	if err != nil {

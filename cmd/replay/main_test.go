@@ -62,6 +62,7 @@ func TestRunErrors(t *testing.T) {
 		{name: "negative move budget", args: []string{"--nodes", scenario, "--pods", scenario, "--move-budget", "-1"}, want: 1},
 		{name: "move budget over 100%", args: []string{"--nodes", scenario, "--pods", scenario, "--move-budget", "150"}, want: 1},
 		{name: "no moves per pending pod", args: []string{"--nodes", scenario, "--pods", scenario, "--move-budget", "1", "--max-moves", "0"}, want: 1},
+		{name: "negative move delay", args: []string{"--nodes", scenario, "--pods", scenario, "--move-budget", "1", "--move-delay", "-3"}, want: 1},
 		{name: "malformed move budget", args: []string{"--nodes", scenario, "--pods", scenario, "--move-budget", "1%"}, want: 2},
 		{name: "stray argument", args: []string{"--nodes", scenario, "--pods", scenario, "extra"}, want: 1},
 		{name: "help", args: []string{"-h"}, want: 0},

@@ -34,6 +34,12 @@ type DefragOptions struct {
 	// every arrival pends, and a search for each would only change the
 	// later points.
 	Until float64
+	// Delay is how many arrivals a moved pod's replacement waits before it
+	// is scheduled (0: at once, after the pending pods it made room for):
+	// a controller that does not recreate it at once (a Job's backoff, a
+	// workflow that resubmits it). Meanwhile it holds no devices, and the
+	// arrivals may take the room it would have had.
+	Delay int
 }
 
 // Validate reports a budget or move count that makes no sense.
@@ -45,6 +51,8 @@ func (o DefragOptions) Validate() error {
 		return fmt.Errorf("consolidate %v: want the devices a move must free, 0 for none", o.Consolidate)
 	case math.IsNaN(o.Until) || o.Until < 0:
 		return fmt.Errorf("moves until %v: want an arrived percent, 0 for no end", o.Until)
+	case o.Delay < 0:
+		return fmt.Errorf("move delay %d: want a number of arrivals, 0 for none", o.Delay)
 	case o.Budget > 0 && o.MaxMoves < 1:
 		return fmt.Errorf("max moves %d: want at least 1 with a move budget", o.MaxMoves)
 	}
@@ -69,6 +77,8 @@ type defragger struct {
 	placed  []*placedPod
 	onNode  [][]int
 	pending []pendingPod
+	// delayed are the moved pods waiting out opts.Delay, in move order.
+	delayed []delayedPod
 	// changed: a pod became pending, or a pod moved, since bestMove last
 	// found nothing. Otherwise only arrivals were placed, which take room
 	// and cannot make a move worth more; the search waits.
@@ -105,6 +115,14 @@ type pendingPod struct {
 	idx  int
 	pod  *v1.Pod
 	spec *PodSpec
+}
+
+// delayedPod is a moved pod whose replacement is scheduled after arrival
+// due.
+type delayedPod struct {
+	due, idx int
+	pod      *v1.Pod
+	spec     *PodSpec
 }
 
 // pend records an arrival that fitted nowhere.
@@ -385,6 +403,9 @@ func (d *defragger) evict(logger klog.Logger, s *simulation, idx int) error {
 // deletion; the moved pod is scheduled after them, as its controller's new
 // pod. With no pod pending, Consolidate may spend it instead.
 func (d *defragger) step(ctx context.Context, s *simulation, idx int, record recordFunc) error {
+	if err := d.release(ctx, s, idx, record); err != nil {
+		return err
+	}
 	if m := s.metrics; d.opts.Until > 0 && 100*float64(m.arrived) > d.opts.Until*float64(m.capacity) {
 		return nil
 	}
@@ -398,14 +419,14 @@ func (d *defragger) step(ctx context.Context, s *simulation, idx int, record rec
 			d.changed = false
 			break
 		}
-		if err := d.move(ctx, s, c.moves, func() error { return d.retry(ctx, s, c.node, record) }, record); err != nil {
+		if err := d.move(ctx, s, idx, c.moves, func() error { return d.retry(ctx, s, c.node, record) }, record); err != nil {
 			return err
 		}
 		d.changed = true
 	}
 	if d.opts.Consolidate > 0 && len(d.pending) == 0 && d.allowed(s, idx) > 0 {
 		if c := d.consolidation(s); c >= 0 {
-			return d.move(ctx, s, []int{c}, nil, record)
+			return d.move(ctx, s, idx, []int{c}, nil, record)
 		}
 	}
 	return nil
@@ -456,16 +477,15 @@ const (
 	rescued
 )
 
-// move moves the given arrivals: they leave their node, then (when not
-// nil) then runs, then each is scheduled again by the profile as its
-// controller's new pod.
-func (d *defragger) move(ctx context.Context, s *simulation, moves []int, then func() error, record recordFunc) error {
-	saved := s.request
-	defer func() { s.request = saved }()
+// move moves the given arrivals after arrival idx: they leave their node,
+// then (when not nil) then runs, then each is scheduled again by the
+// profile as its controller's new pod, at once or, with opts.Delay, after
+// that many more arrivals (release).
+func (d *defragger) move(ctx context.Context, s *simulation, idx int, moves []int, then func() error, record recordFunc) error {
 	gone := make([]*placedPod, len(moves))
-	for k, idx := range moves {
-		gone[k] = d.placed[idx]
-		if err := d.evict(klog.FromContext(ctx), s, idx); err != nil {
+	for k, m := range moves {
+		gone[k] = d.placed[m]
+		if err := d.evict(klog.FromContext(ctx), s, m); err != nil {
 			return err
 		}
 	}
@@ -478,17 +498,44 @@ func (d *defragger) move(ctx context.Context, s *simulation, moves []int, then f
 	for k, p := range gone {
 		again := p.pod.DeepCopy()
 		again.Spec.NodeName = ""
-		s.request = requestOf(p.spec, s.shares != nil)
-		o, err := s.schedule(ctx, again)
-		if err != nil {
-			return err
+		q := delayedPod{due: idx + d.opts.Delay, idx: moves[k], pod: again, spec: p.spec}
+		if d.opts.Delay > 0 {
+			d.delayed = append(d.delayed, q)
+			continue
 		}
-		if o.node < 0 {
-			d.lost++
-		}
-		if err := record(moves[k], again, o, moved); err != nil {
+		if err := d.reschedule(ctx, s, q, record); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// release schedules the moved pods due by arrival idx (every one with
+// math.MaxInt, at the end of the replay).
+func (d *defragger) release(ctx context.Context, s *simulation, idx int, record recordFunc) error {
+	n := 0
+	for n < len(d.delayed) && d.delayed[n].due <= idx {
+		if err := d.reschedule(ctx, s, d.delayed[n], record); err != nil {
+			return err
+		}
+		n++
+	}
+	d.delayed = d.delayed[n:]
+	return nil
+}
+
+// reschedule schedules moved pod q's replacement; placed nowhere, it is
+// lost and pends.
+func (d *defragger) reschedule(ctx context.Context, s *simulation, q delayedPod, record recordFunc) error {
+	saved := s.request
+	defer func() { s.request = saved }()
+	s.request = requestOf(q.spec, s.shares != nil)
+	o, err := s.schedule(ctx, q.pod)
+	if err != nil {
+		return err
+	}
+	if o.node < 0 {
+		d.lost++
+	}
+	return record(q.idx, q.pod, o, moved)
 }

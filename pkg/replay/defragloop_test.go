@@ -105,26 +105,7 @@ func TestDefragMovesForPendingPods(t *testing.T) {
 			res := &PolicyResult{FailedBy: s.failed, Placements: make([]string, len(arrivals))}
 			r := &policyRun{s: s, res: res, arrivals: arrivals, d: d, name: "devicefit"}
 			for i := range arrivals {
-				pod := NewPod(&arrivals[i], "uid-"+specs[i].Name, policies(t, PolicyDeviceFit)[0].Profile.SchedulerName, s.style)
-				s.request = requestOf(&specs[i], tc.opts.Shares)
-				if tc.opts.Shares && specs[i].Fractional() {
-					withShareClaim(pod, &arrivals[i])
-				}
-				if pinned[i] != "" {
-					pod.Spec.NodeSelector = map[string]string{v1.LabelHostname: pinned[i]}
-				}
-				out, err := s.schedule(ctx, pod)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := r.record(i, pod, out, arrived); err != nil {
-					t.Fatal(err)
-				}
-				if p := d.placed[i]; p != nil {
-					// The setup pins the pods; their controllers' new pods
-					// are free to go anywhere.
-					p.pod.Spec.NodeSelector = nil
-				}
+				arrive(t, ctx, r, i, pinned[i], tc.opts.Shares)
 			}
 			if got := res.Placements; !slices.Equal(got, pinned) {
 				t.Fatalf("set-up placements %q, want %q", got, pinned)
@@ -169,13 +150,119 @@ func TestDefragMovesForPendingPods(t *testing.T) {
 	}
 }
 
+// arrive schedules arrival i of r, on node pinned when not "", as the
+// replay's loop does.
+func arrive(t *testing.T, ctx context.Context, r *policyRun, i int, pinned string, shares bool) {
+	t.Helper()
+	s, a := r.s, &r.arrivals[i]
+	pod := NewPod(a, "uid-"+a.Name, policies(t, PolicyDeviceFit)[0].Profile.SchedulerName, s.style)
+	s.request = requestOf(a.Pod, shares)
+	if shares && a.Pod.Fractional() {
+		withShareClaim(pod, a)
+	}
+	if pinned != "" {
+		pod.Spec.NodeSelector = map[string]string{v1.LabelHostname: pinned}
+	}
+	out, err := s.schedule(ctx, pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.record(i, pod, out, arrived); err != nil {
+		t.Fatal(err)
+	}
+	if p := r.d.placed[i]; p != nil {
+		// The setup pins the pods; their controllers' new pods are free
+		// to go anywhere.
+		p.pod.Spec.NodeSelector = nil
+	}
+}
+
+// TestDefragDelay: with a delay, a moved pod's replacement is scheduled
+// that many arrivals after the move, holding nothing meanwhile; an arrival
+// in between may take the room it would have had. The fleet is
+// TestDefragMovesForPendingPods' "device pod": "held" moves off a so that
+// "pending" fits there, and its only home is c; "thief" arrives pinned to
+// c after the move, and has no other home (b's CPU is taken), so no move
+// gives c back.
+func TestDefragDelay(t *testing.T) {
+	fleet := []NodeSpec{
+		{Name: "a", MilliCPU: 8000, MemoryMiB: 64 << 10, GPUs: 1, Model: "T4"},
+		{Name: "b", MilliCPU: 8000, MemoryMiB: 64 << 10, GPUs: 1, Model: "T4"},
+		{Name: "c", MilliCPU: 3000, MemoryMiB: 64 << 10, GPUs: 1, Model: "T4"},
+	}
+	specs := []PodSpec{
+		{Name: "held", MilliCPU: 2000, MemoryMiB: 1024, GPUs: 1, GPUMilli: 1000},
+		{Name: "cpu", MilliCPU: 7000, MemoryMiB: 1024},
+		{Name: "pending", MilliCPU: 4000, MemoryMiB: 1024, GPUs: 1, GPUMilli: 1000},
+		{Name: "thief", MilliCPU: 2000, MemoryMiB: 1024, GPUs: 1, GPUMilli: 1000},
+	}
+	for _, tc := range []struct {
+		name  string
+		thief bool
+		// held: where held's replacement goes ("": nowhere, lost).
+		held string
+	}{
+		{name: "room kept", held: "c"},
+		{name: "room taken", thief: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			arrivals := make([]Arrival, len(specs))
+			for i := range specs {
+				arrivals[i] = Arrival{Pod: &specs[i], Name: specs[i].Name}
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			s, err := newSimulation(ctx, policies(t, PolicyDeviceFit)[0], fleet, arrivals, nil, EngineOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.bound = true
+			const delay = 2
+			d := newDefragger(DefragOptions{Budget: 0.5, MaxMoves: 1, Delay: delay}, len(arrivals), len(fleet))
+			res := &PolicyResult{FailedBy: s.failed, Placements: make([]string, len(arrivals))}
+			r := &policyRun{s: s, res: res, arrivals: arrivals, d: d, name: "devicefit"}
+			for i, node := range []string{"a", "b", ""} {
+				arrive(t, ctx, r, i, node, false)
+			}
+			if err := d.step(ctx, s, 2, r.record); err != nil {
+				t.Fatal(err)
+			}
+			m := s.metrics
+			if res.Placements[2] != "a" || d.placed[0] != nil || len(d.delayed) != 1 || m.allocated != 1000 || m.failed != 0 {
+				t.Fatalf("after the move: pending on %q, held placed %v, %d delayed, %d milli-GPU allocated, %d failed; want pending on a, held waiting, 1000 allocated, none failed",
+					res.Placements[2], d.placed[0], len(d.delayed), m.allocated, m.failed)
+			}
+			if tc.thief {
+				arrive(t, ctx, r, 3, "c", false)
+			}
+			if err := d.step(ctx, s, 2+delay-1, r.record); err != nil {
+				t.Fatal(err)
+			}
+			if len(d.delayed) != 1 {
+				t.Fatalf("held's replacement scheduled before its delay ran out")
+			}
+			if err := d.step(ctx, s, 2+delay, r.record); err != nil {
+				t.Fatal(err)
+			}
+			lost := 0
+			if tc.held == "" {
+				lost = 1
+			}
+			if got := res.Placements[0]; got != tc.held || len(d.delayed) != 0 || d.lost != lost || m.failed != lost || len(d.pending) != lost {
+				t.Errorf("held on %q, %d delayed, lost %d, failed %d, pending %d; want on %q, lost %d", got, len(d.delayed), d.lost, m.failed, len(d.pending), tc.held, lost)
+			}
+		})
+	}
+}
+
 // TestDefragInTheLoop replays the mixed scenario with the defragmenter:
 // with a budget too small for one move it is the plain replay (moved pods
 // need bound, not assumed, pods: that changes no placement); with a budget
 // it moves pods, never more than the budget allows at any point, and, in
 // dra-shares mode, the allocator's state matches the shares model at the
 // end (RunPolicy checks it). --offline adds each policy's packing of the
-// arrived pods, largest first.
+// arrived pods, largest first; Until ends the moves; Delay holds the moved
+// pods' replacements back.
 func TestDefragInTheLoop(t *testing.T) {
 	for _, mode := range []struct {
 		name       string
@@ -259,6 +346,22 @@ func TestDefragInTheLoop(t *testing.T) {
 			if cut.Policies[0].Final.Moves == res.Policies[0].Final.Moves && cut.Policies[len(cut.Policies)-1].Final.Moves == res.Policies[len(res.Policies)-1].Final.Moves {
 				t.Errorf("Until %d%% changed no policy's moves", until)
 			}
+
+			// Delay: the replacements still waiting at the end are
+			// scheduled then; the books (and, in dra-shares mode, the
+			// allocator against the shares model) agree at the end.
+			cfg.Engine.Defrag.Until, cfg.Engine.Defrag.Delay = 0, 3
+			for _, p := range run(t, cfg).Policies {
+				unplaced := 0
+				for _, node := range p.Placements {
+					if node == "" {
+						unplaced++
+					}
+				}
+				if p.Defrag.Delay != 3 || p.Final.FailedPods != unplaced || len(p.Failures) != unplaced {
+					t.Errorf("%s, delay %d: %d pods without a node, %d failed pods counted, %d listed", p.Name, p.Defrag.Delay, unplaced, p.Final.FailedPods, len(p.Failures))
+				}
+			}
 		})
 	}
 }
@@ -276,6 +379,7 @@ func TestDefragOptionsValidate(t *testing.T) {
 		{DefragOptions{Budget: 0.01}, "max moves 0: want at least 1 with a move budget"},
 		{DefragOptions{Budget: 0.01, MaxMoves: 1, Consolidate: -1}, "consolidate -1: want the devices a move must free, 0 for none"},
 		{DefragOptions{Budget: 0.01, MaxMoves: 1, Until: -5}, "moves until -5: want an arrived percent, 0 for no end"},
+		{DefragOptions{Budget: 0.01, MaxMoves: 1, Delay: -1}, "move delay -1: want a number of arrivals, 0 for none"},
 	} {
 		err := tc.opts.Validate()
 		if got := fmt.Sprint(err); tc.want == "" && err != nil || tc.want != "" && got != tc.want {

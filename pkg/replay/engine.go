@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -359,7 +360,7 @@ func RunPolicy(ctx context.Context, pol Policy, fleet []NodeSpec, arrivals []Arr
 		// Moved pods leave their node info, as deleted pods leave the
 		// scheduler's cache: bound, not assumed.
 		s.bound = true
-		res.Defrag = &DefragResult{Budget: opts.Defrag.Budget, MaxMoves: opts.Defrag.MaxMoves}
+		res.Defrag = &DefragResult{Budget: opts.Defrag.Budget, MaxMoves: opts.Defrag.MaxMoves, Delay: opts.Defrag.Delay}
 	}
 	r := &policyRun{s: s, res: res, arrivals: arrivals, d: d, name: pol.Name}
 	record := r.record
@@ -401,6 +402,12 @@ func RunPolicy(ctx context.Context, pol Policy, fleet []NodeSpec, arrivals []Arr
 			p := m.point(i + 1)
 			fmt.Fprintf(opts.Progress, "%s: %d/%d pods, arrived %.1f%%, allocated %.1f%%, failed %d, %.0fs\n",
 				pol.Name, i+1, len(arrivals), p.ArrivedPct, p.AllocatedPct, p.FailedPods, time.Since(begin).Seconds())
+		}
+	}
+	if d != nil {
+		// Replacements still waiting out the delay are scheduled last.
+		if err := d.release(ctx, s, math.MaxInt, record); err != nil {
+			return nil, fmt.Errorf("policy %s, moved pods at the end: %w", pol.Name, err)
 		}
 	}
 	for nextPoint*m.capacity <= 100*m.arrived {

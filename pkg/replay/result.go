@@ -81,6 +81,8 @@ type Point struct {
 type DefragResult struct {
 	Budget   float64 `json:"budget"`
 	MaxMoves int     `json:"max_moves"`
+	// Delay is the arrivals a moved pod's replacement waited (omitted: 0).
+	Delay int `json:"delay,omitempty"`
 	// Moves counts the pods moved; Rescued the pending pods placed after
 	// moves; Lost the moved pods the profile placed nowhere again.
 	Moves   int `json:"moves"`
