@@ -72,8 +72,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// serve starts the health and metrics server, the pod informer and, while
-// leading, the controller.
+// serve starts the health and metrics server, the informers the plans read
+// and, while leading, the controller.
 func serve(ctx context.Context, cfg *v1alpha1.DefragmenterConfiguration, profile *cli.Profile, kubeconfig, bind string) error {
 	logger := klog.FromContext(ctx)
 	rest, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
@@ -102,19 +102,17 @@ func serve(ctx context.Context, cfg *v1alpha1.DefragmenterConfiguration, profile
 		defer srv.Close()
 		logger.Info("Serving /healthz and /metrics", "address", ln.Addr().String())
 	}
-	factory := informers.NewSharedInformerFactory(cs, 0)
-	pods := factory.Core().V1().Pods().Lister()
-	nodes := factory.Core().V1().Nodes().Lister()
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()})
 	broadcaster.StartRecordingToSink(ctx.Done())
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(scheme.Scheme, Name)
-	controller, err := defrag.New(cfg, cs, profile, pods, nodes, recorder, clock.RealClock{})
+	factory := informers.NewSharedInformerFactory(cs, 0)
+	controller, err := defrag.New(ctx, cfg, cs, factory, profile, recorder, clock.RealClock{})
 	if err != nil {
 		return err
 	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
 	run := func(ctx context.Context) {
 		for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
 			if !ok {

@@ -4,20 +4,25 @@ import (
 	"context"
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/devicefit/devicefit/pkg/replay"
 )
 
 // lister lists one kind of object the scheduler's plugins read through
-// informers, into objects.
+// informers, into objects; gvr is the kind's resource, for an informer.
 type lister struct {
 	kind string
-	list func(ctx context.Context, cs kubernetes.Interface) ([]runtime.Object, error)
+	gvr  schema.GroupVersionResource
+	list func(ctx context.Context, cs kubernetes.Interface, opts metav1.ListOptions) ([]runtime.Object, error)
 }
 
 func listOf[T any, PT interface {
@@ -31,92 +36,90 @@ func listOf[T any, PT interface {
 	return out
 }
 
-var all = metav1.ListOptions{}
-
 // informerKinds are what upstream's default plugins and DeviceFit read
 // besides nodes and pods: InterPodAffinity namespaces; PodTopologySpread's
 // default constraints the owners; the volume plugins claims, volumes,
 // classes and CSI objects; DynamicResources the DRA objects.
 var informerKinds = []lister{
-	{"namespaces", func(ctx context.Context, cs kubernetes.Interface) ([]runtime.Object, error) {
-		l, err := cs.CoreV1().Namespaces().List(ctx, all)
+	{"namespaces", v1.SchemeGroupVersion.WithResource("namespaces"), func(ctx context.Context, cs kubernetes.Interface, opts metav1.ListOptions) ([]runtime.Object, error) {
+		l, err := cs.CoreV1().Namespaces().List(ctx, opts)
 		if err != nil {
 			return nil, err
 		}
 		return listOf(l.Items), nil
 	}},
-	{"services", func(ctx context.Context, cs kubernetes.Interface) ([]runtime.Object, error) {
-		l, err := cs.CoreV1().Services("").List(ctx, all)
+	{"services", v1.SchemeGroupVersion.WithResource("services"), func(ctx context.Context, cs kubernetes.Interface, opts metav1.ListOptions) ([]runtime.Object, error) {
+		l, err := cs.CoreV1().Services("").List(ctx, opts)
 		if err != nil {
 			return nil, err
 		}
 		return listOf(l.Items), nil
 	}},
-	{"replicasets", func(ctx context.Context, cs kubernetes.Interface) ([]runtime.Object, error) {
-		l, err := cs.AppsV1().ReplicaSets("").List(ctx, all)
+	{"replicasets", appsv1.SchemeGroupVersion.WithResource("replicasets"), func(ctx context.Context, cs kubernetes.Interface, opts metav1.ListOptions) ([]runtime.Object, error) {
+		l, err := cs.AppsV1().ReplicaSets("").List(ctx, opts)
 		if err != nil {
 			return nil, err
 		}
 		return listOf(l.Items), nil
 	}},
-	{"statefulsets", func(ctx context.Context, cs kubernetes.Interface) ([]runtime.Object, error) {
-		l, err := cs.AppsV1().StatefulSets("").List(ctx, all)
+	{"statefulsets", appsv1.SchemeGroupVersion.WithResource("statefulsets"), func(ctx context.Context, cs kubernetes.Interface, opts metav1.ListOptions) ([]runtime.Object, error) {
+		l, err := cs.AppsV1().StatefulSets("").List(ctx, opts)
 		if err != nil {
 			return nil, err
 		}
 		return listOf(l.Items), nil
 	}},
-	{"persistentvolumeclaims", func(ctx context.Context, cs kubernetes.Interface) ([]runtime.Object, error) {
-		l, err := cs.CoreV1().PersistentVolumeClaims("").List(ctx, all)
+	{"persistentvolumeclaims", v1.SchemeGroupVersion.WithResource("persistentvolumeclaims"), func(ctx context.Context, cs kubernetes.Interface, opts metav1.ListOptions) ([]runtime.Object, error) {
+		l, err := cs.CoreV1().PersistentVolumeClaims("").List(ctx, opts)
 		if err != nil {
 			return nil, err
 		}
 		return listOf(l.Items), nil
 	}},
-	{"persistentvolumes", func(ctx context.Context, cs kubernetes.Interface) ([]runtime.Object, error) {
-		l, err := cs.CoreV1().PersistentVolumes().List(ctx, all)
+	{"persistentvolumes", v1.SchemeGroupVersion.WithResource("persistentvolumes"), func(ctx context.Context, cs kubernetes.Interface, opts metav1.ListOptions) ([]runtime.Object, error) {
+		l, err := cs.CoreV1().PersistentVolumes().List(ctx, opts)
 		if err != nil {
 			return nil, err
 		}
 		return listOf(l.Items), nil
 	}},
-	{"storageclasses", func(ctx context.Context, cs kubernetes.Interface) ([]runtime.Object, error) {
-		l, err := cs.StorageV1().StorageClasses().List(ctx, all)
+	{"storageclasses", storagev1.SchemeGroupVersion.WithResource("storageclasses"), func(ctx context.Context, cs kubernetes.Interface, opts metav1.ListOptions) ([]runtime.Object, error) {
+		l, err := cs.StorageV1().StorageClasses().List(ctx, opts)
 		if err != nil {
 			return nil, err
 		}
 		return listOf(l.Items), nil
 	}},
-	{"csinodes", func(ctx context.Context, cs kubernetes.Interface) ([]runtime.Object, error) {
-		l, err := cs.StorageV1().CSINodes().List(ctx, all)
+	{"csinodes", storagev1.SchemeGroupVersion.WithResource("csinodes"), func(ctx context.Context, cs kubernetes.Interface, opts metav1.ListOptions) ([]runtime.Object, error) {
+		l, err := cs.StorageV1().CSINodes().List(ctx, opts)
 		if err != nil {
 			return nil, err
 		}
 		return listOf(l.Items), nil
 	}},
-	{"csidrivers", func(ctx context.Context, cs kubernetes.Interface) ([]runtime.Object, error) {
-		l, err := cs.StorageV1().CSIDrivers().List(ctx, all)
+	{"csidrivers", storagev1.SchemeGroupVersion.WithResource("csidrivers"), func(ctx context.Context, cs kubernetes.Interface, opts metav1.ListOptions) ([]runtime.Object, error) {
+		l, err := cs.StorageV1().CSIDrivers().List(ctx, opts)
 		if err != nil {
 			return nil, err
 		}
 		return listOf(l.Items), nil
 	}},
-	{"resourceslices", func(ctx context.Context, cs kubernetes.Interface) ([]runtime.Object, error) {
-		l, err := cs.ResourceV1().ResourceSlices().List(ctx, all)
+	{"resourceslices", resourcev1.SchemeGroupVersion.WithResource("resourceslices"), func(ctx context.Context, cs kubernetes.Interface, opts metav1.ListOptions) ([]runtime.Object, error) {
+		l, err := cs.ResourceV1().ResourceSlices().List(ctx, opts)
 		if err != nil {
 			return nil, err
 		}
 		return listOf(l.Items), nil
 	}},
-	{"deviceclasses", func(ctx context.Context, cs kubernetes.Interface) ([]runtime.Object, error) {
-		l, err := cs.ResourceV1().DeviceClasses().List(ctx, all)
+	{"deviceclasses", resourcev1.SchemeGroupVersion.WithResource("deviceclasses"), func(ctx context.Context, cs kubernetes.Interface, opts metav1.ListOptions) ([]runtime.Object, error) {
+		l, err := cs.ResourceV1().DeviceClasses().List(ctx, opts)
 		if err != nil {
 			return nil, err
 		}
 		return listOf(l.Items), nil
 	}},
-	{"resourceclaims", func(ctx context.Context, cs kubernetes.Interface) ([]runtime.Object, error) {
-		l, err := cs.ResourceV1().ResourceClaims("").List(ctx, all)
+	{"resourceclaims", resourcev1.SchemeGroupVersion.WithResource("resourceclaims"), func(ctx context.Context, cs kubernetes.Interface, opts metav1.ListOptions) ([]runtime.Object, error) {
+		l, err := cs.ResourceV1().ResourceClaims("").List(ctx, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -136,7 +139,7 @@ func Snapshot(ctx context.Context, cs kubernetes.Interface) (replay.Cluster, []s
 	}
 	var warnings []string
 	for _, k := range informerKinds {
-		objs, err := k.list(ctx, cs)
+		objs, err := k.list(ctx, cs, metav1.ListOptions{})
 		switch {
 		case apierrors.IsForbidden(err) || apierrors.IsNotFound(err):
 			warnings = append(warnings, fmt.Sprintf("%s left out of the snapshot: %v", k.kind, err))
@@ -151,11 +154,11 @@ func Snapshot(ctx context.Context, cs kubernetes.Interface) (replay.Cluster, []s
 
 // NodesAndPods lists the cluster's nodes and its pods in every namespace.
 func NodesAndPods(ctx context.Context, cs kubernetes.Interface) ([]*v1.Node, []*v1.Pod, error) {
-	nodes, err := cs.CoreV1().Nodes().List(ctx, all)
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing nodes: %w", err)
 	}
-	pods, err := cs.CoreV1().Pods(metav1.NamespaceAll).List(ctx, all)
+	pods, err := cs.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing pods: %w", err)
 	}

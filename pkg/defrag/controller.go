@@ -21,8 +21,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/client-go/tools/events"
 	resourcehelper "k8s.io/component-helpers/resource"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
@@ -55,11 +57,15 @@ const maxTargetsPerPass = 5
 // Controller makes room for pending device pods, and keeps whole device
 // nodes free, by moving opted-in pods within a budget.
 type Controller struct {
-	cfg      *v1alpha1.DefragmenterConfiguration
-	client   kubernetes.Interface
-	profile  *cli.Profile
-	pods     corelisters.PodLister
-	nodes    corelisters.NodeLister
+	cfg     *v1alpha1.DefragmenterConfiguration
+	client  kubernetes.Interface
+	profile *cli.Profile
+	pods    corelisters.PodLister
+	nodes   corelisters.NodeLister
+	pdbs    policylisters.PodDisruptionBudgetLister
+	// cache holds the rest of what a plan reads; a pass reads it instead
+	// of listing the cluster.
+	cache    *cli.SnapshotCache
 	recorder events.EventRecorder
 	clock    clock.Clock
 	budget   *Budget
@@ -72,8 +78,10 @@ type Controller struct {
 	touched  sets.Set[types.UID]
 }
 
-// New returns a controller for a defaulted, validated configuration.
-func New(cfg *v1alpha1.DefragmenterConfiguration, client kubernetes.Interface, profile *cli.Profile, pods corelisters.PodLister, nodes corelisters.NodeLister, recorder events.EventRecorder, c clock.Clock) (*Controller, error) {
+// New returns a controller for a defaulted, validated configuration. It
+// registers the informers it reads with factory, which the caller starts
+// afterwards and waits for before Run.
+func New(ctx context.Context, cfg *v1alpha1.DefragmenterConfiguration, client kubernetes.Interface, factory informers.SharedInformerFactory, profile *cli.Profile, recorder events.EventRecorder, c clock.Clock) (*Controller, error) {
 	set, err := devices.NewResourceSet(profile.Fit.DeviceResources)
 	if err != nil {
 		return nil, err
@@ -82,9 +90,18 @@ func New(cfg *v1alpha1.DefragmenterConfiguration, client kubernetes.Interface, p
 	if err != nil {
 		return nil, err
 	}
+	cache, err := cli.NewSnapshotCache(ctx, client, factory)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range cache.Warnings() {
+		klog.FromContext(ctx).Info("Plans will not see a kind", "warning", w)
+	}
 	RegisterMetrics()
 	return &Controller{
-		cfg: cfg, client: client, profile: profile, pods: pods, nodes: nodes, recorder: recorder, clock: c,
+		cfg: cfg, client: client, profile: profile, recorder: recorder, clock: c,
+		pods: factory.Core().V1().Pods().Lister(), nodes: factory.Core().V1().Nodes().Lister(),
+		pdbs: factory.Policy().V1().PodDisruptionBudgets().Lister(), cache: cache,
 		budget: NewBudget(int(*cfg.Budget.MovesPerHour), c), optIn: optIn, set: set,
 		reported: map[types.UID]string{}, touched: sets.New[types.UID](),
 	}, nil
@@ -185,20 +202,21 @@ func (c *Controller) asksDevices(p *v1.Pod) bool {
 	return false
 }
 
-// snapshot is the cluster as the planner needs it.
-func (c *Controller) snapshot(ctx context.Context) (replay.Cluster, replay.MoveRules, error) {
-	cluster, warnings, err := cli.Snapshot(ctx, c.client)
+// snapshot is the cluster as the planner needs it, from the informers'
+// caches.
+func (c *Controller) snapshot(context.Context) (replay.Cluster, replay.MoveRules, error) {
+	cluster, err := c.cache.Snapshot()
 	if err != nil {
 		return cluster, replay.MoveRules{}, err
 	}
-	for _, w := range warnings {
-		klog.FromContext(ctx).V(2).Info("Snapshot incomplete", "warning", w)
-	}
-	pdbs, err := c.client.PolicyV1().PodDisruptionBudgets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	pdbs, err := c.pdbs.List(labels.Everything())
 	if err != nil {
-		return cluster, replay.MoveRules{}, fmt.Errorf("listing PodDisruptionBudgets: %w", err)
+		return cluster, replay.MoveRules{}, fmt.Errorf("listing PodDisruptionBudgets from the cache: %w", err)
 	}
-	return cluster, replay.MoveRules{PDBs: cli.Pointers(pdbs.Items), OptedIn: c.optIn}, nil
+	for i := range pdbs {
+		pdbs[i] = pdbs[i].DeepCopy()
+	}
+	return cluster, replay.MoveRules{PDBs: pdbs, OptedIn: c.optIn}, nil
 }
 
 func (c *Controller) policy() replay.Policy {
@@ -268,7 +286,7 @@ func (c *Controller) forFreeNodes(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	f := c.cfg.FreeNodes
 	// The informer caches tell whether enough nodes are free already: the
-	// snapshot (a list of everything) is taken only when they are not.
+	// snapshot (a copy of every cache) is taken only when they are not.
 	if nodes, err := c.nodes.List(labels.Everything()); err == nil {
 		if pods, err := c.pods.List(labels.Everything()); err == nil {
 			free, err := replay.WholeFreeNodes(replay.Cluster{Nodes: nodes, Pods: pods}, v1.ResourceName(f.Resource), f.Product)

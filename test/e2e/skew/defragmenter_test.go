@@ -42,8 +42,8 @@ func checkDefragmenter(t *testing.T, m minor, cl *cluster, sched *e2eutil.Schedu
 			t.Errorf("Kubernetes %s: the defragmenter's log (%s) lacks %q", m, d.Process.LogPath, want)
 		}
 	}
-	if strings.Contains(log, "Snapshot incomplete") {
-		t.Errorf("Kubernetes %s: the defragmenter's snapshot left a kind out (its log: %s)", m, d.Process.LogPath)
+	if strings.Contains(log, "Plans will not see a kind") {
+		t.Errorf("Kubernetes %s: the defragmenter left a kind out of its plans (its log: %s)", m, d.Process.LogPath)
 	}
 	return fmt.Sprintf("lease %.1fs, dry-run pass: no plan", leased.Seconds())
 }
