@@ -423,9 +423,10 @@ func TestHelmChartValues(t *testing.T) {
 	}, {
 		// Off by default (TestHelmChartMatchesManifests: the base has no
 		// defragmenter); on, its configuration is one the defragmenter
-		// accepts, with the values, and its RBAC is the component's.
+		// accepts, with the values, and its RBAC, metrics Service,
+		// ServiceMonitor and alerts are the component's.
 		name: "defragmenter",
-		args: []string{"--set", "defragmenter.enabled=true,defragmenter.budget.movesPerHour=3,defragmenter.freeNodes.count=1,defragmenter.optIn.namespaces={batch}"},
+		args: []string{"--set", "defragmenter.enabled=true,defragmenter.budget.movesPerHour=3,defragmenter.freeNodes.count=1,defragmenter.optIn.namespaces={batch}," + helmMonitoring},
 		check: func(t *testing.T, objs map[string]object) {
 			cm := get(t, objs, "ConfigMap "+systemNamespace+"/devicefit-defragmenter-config")
 			data, _, _ := unstructured.NestedString(cm.Object, "data", "defragmenter-config.yaml")
@@ -451,18 +452,22 @@ func TestHelmChartValues(t *testing.T) {
 			if !cmp.Equal(mounted, []string{"devicefit-defragmenter-config", schedulerConfigMap}) {
 				t.Errorf("the defragmenter mounts %v, want its ConfigMap and the scheduler's", mounted)
 			}
-			component, err := os.ReadFile(filepath.Join(repoRoot(t), "manifests", "components", "defragmenter", "rbac-defragmenter.yaml"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			kust, err := e2eutil.DecodeObjects(component)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, k := range kust {
-				key := objectKey(k)
-				if diff := cmp.Diff(k.Object["rules"], get(t, objs, key).Object["rules"]); diff != "" {
-					t.Errorf("%s rules differ (-component,+chart):\n%s", key, diff)
+			// The RBAC rules, the metrics Service, its ServiceMonitor and
+			// the alerts are the component's.
+			for file, field := range map[string]string{"rbac-defragmenter.yaml": "rules", "service.yaml": "spec", "servicemonitor.yaml": "spec", "prometheusrule.yaml": "spec"} {
+				component, err := os.ReadFile(filepath.Join(repoRoot(t), "manifests", "components", "defragmenter", file))
+				if err != nil {
+					t.Fatal(err)
+				}
+				kust, err := e2eutil.DecodeObjects(component)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, k := range kust {
+					key := objectKey(k)
+					if diff := cmp.Diff(k.Object[field], get(t, objs, key).Object[field], lineBreaks); diff != "" {
+						t.Errorf("%s %s differs (-component,+chart):\n%s", key, field, diff)
+					}
 				}
 			}
 		},

@@ -2,20 +2,40 @@ package e2e
 
 import (
 	"context"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/devicefit/devicefit/internal/e2eutil"
 )
 
 // TestPrometheusRulesPromtool: the rules of every PrometheusRule of the
-// kustomize output pass `promtool check rules` (the PrometheusRule spec is a
+// kustomize output and of the components pass `promtool check rules` (the PrometheusRule spec is a
 // Prometheus rule file: a groups list).
 func TestPrometheusRulesPromtool(t *testing.T) {
 	rules := renderedObjects(t, "PrometheusRule")
 	if len(rules) == 0 {
 		t.Fatal("no PrometheusRule in kustomize output")
+	}
+	// And those of the components the base leaves out (the defragmenter's).
+	files, err := filepath.Glob(filepath.Join(repoRoot(t), "manifests", "components", "*", "prometheusrule.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no component PrometheusRule: %v", err)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs, err := e2eutil.DecodeObjects(data)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		rules = append(rules, objs...)
 	}
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
