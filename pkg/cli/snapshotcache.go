@@ -21,9 +21,9 @@ import (
 // first list, a snapshot reads memory instead of listing every pod of the
 // cluster again.
 type SnapshotCache struct {
-	pods   corelisters.PodLister
-	nodes  corelisters.NodeLister
-	kinds  []cache.GenericLister
+	pods     corelisters.PodLister
+	nodes    corelisters.NodeLister
+	kinds    []cache.GenericLister
 	warnings []string
 }
 
