@@ -40,6 +40,17 @@ func TestApplyBatches(t *testing.T) {
 			}
 			from, to := ns+"-from", ns+"-to"
 			onSuite := map[string]string{suiteLabel: ns}
+			// The package's other tests place pods on any node: these
+			// leave with their pods (no garbage collector runs here).
+			t.Cleanup(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				_ = cs.AppsV1().ReplicaSets(ns).Delete(ctx, "pair", metav1.DeleteOptions{})
+				_ = cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{})
+				for _, n := range []string{from, to} {
+					_ = cs.CoreV1().Nodes().Delete(ctx, n, metav1.DeleteOptions{})
+				}
+			})
 			registerGPUNode(t, ctx, from, a100, onSuite)
 			replicaSetOf(t, ctx, ns, "pair", 2, 1, nil, func(p *v1.Pod) { p.Spec.NodeSelector = onSuite })
 			waitBound(t, ctx, ns, "app=pair", 2)
