@@ -79,6 +79,9 @@ type defragger struct {
 	pending []pendingPod
 	// delayed are the moved pods waiting out opts.Delay, in move order.
 	delayed []delayedPod
+	// placements, when set, are the replay's per-arrival nodes: a moved
+	// pod has none until its replacement is placed.
+	placements []string
 	// changed: a pod became pending, or a pod moved, since bestMove last
 	// found nothing. Otherwise only arrivals were placed, which take room
 	// and cannot make a move worth more; the search waits.
@@ -394,6 +397,9 @@ func (d *defragger) evict(logger klog.Logger, s *simulation, idx int) error {
 	s.metrics.update(p.node, s.nodes[p.node])
 	d.onNode[p.node] = slices.DeleteFunc(d.onNode[p.node], func(j int) bool { return j == idx })
 	d.placed[idx] = nil
+	if d.placements != nil {
+		d.placements[idx] = ""
+	}
 	return nil
 }
 

@@ -348,19 +348,28 @@ func TestDefragInTheLoop(t *testing.T) {
 			}
 
 			// Delay: the replacements still waiting at the end are
-			// scheduled then; the books (and, in dra-shares mode, the
-			// allocator against the shares model) agree at the end.
-			cfg.Engine.Defrag.Until, cfg.Engine.Defrag.Delay = 0, 3
+			// scheduled then (a pod in flight has no node and has not
+			// failed); the books (and, in dra-shares mode, the allocator
+			// against the shares model) agree at the end.
+			// A delay longer than the replay: every moved pod is in
+			// flight until the end.
+			const delay = 1 << 20
+			cfg.Engine.Defrag.Until, cfg.Engine.Defrag.Delay = 0, delay
+			moved := 0
 			for _, p := range run(t, cfg).Policies {
+				moved += p.Defrag.Moves
 				unplaced := 0
 				for _, node := range p.Placements {
 					if node == "" {
 						unplaced++
 					}
 				}
-				if p.Defrag.Delay != 3 || p.Final.FailedPods != unplaced || len(p.Failures) != unplaced {
+				if p.Defrag.Delay != delay || p.Final.FailedPods != unplaced || len(p.Failures) != unplaced {
 					t.Errorf("%s, delay %d: %d pods without a node, %d failed pods counted, %d listed", p.Name, p.Defrag.Delay, unplaced, p.Final.FailedPods, len(p.Failures))
 				}
+			}
+			if moved == 0 {
+				t.Error("no pod moved with a delay; the scenario should move some, to cover it")
 			}
 		})
 	}

@@ -357,6 +357,7 @@ func RunPolicy(ctx context.Context, pol Policy, fleet []NodeSpec, arrivals []Arr
 	var d *defragger
 	if opts.Defrag.Budget > 0 {
 		d = newDefragger(opts.Defrag, len(arrivals), len(fleet))
+		d.placements = res.Placements
 		// Moved pods leave their node info, as deleted pods leave the
 		// scheduler's cache: bound, not assumed.
 		s.bound = true
