@@ -140,9 +140,10 @@ func Snapshot(ctx context.Context, cs kubernetes.Interface) (replay.Cluster, []s
 	var warnings []string
 	for _, k := range informerKinds {
 		objs, err := k.list(ctx, cs, metav1.ListOptions{})
+		w, out := leftOut(k.kind, err)
 		switch {
-		case apierrors.IsForbidden(err) || apierrors.IsNotFound(err):
-			warnings = append(warnings, fmt.Sprintf("%s left out of the snapshot: %v", k.kind, err))
+		case out:
+			warnings = append(warnings, w)
 		case err != nil:
 			return c, warnings, fmt.Errorf("listing %s: %w", k.kind, err)
 		default:
@@ -150,6 +151,16 @@ func Snapshot(ctx context.Context, cs kubernetes.Interface) (replay.Cluster, []s
 		}
 	}
 	return c, warnings, nil
+}
+
+// leftOut reports whether listing kind failed with err because the caller
+// may not list it or the server does not serve it: the kind is then left
+// out of a snapshot, with the warning returned.
+func leftOut(kind string, err error) (string, bool) {
+	if apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
+		return fmt.Sprintf("%s left out of the snapshot: %v", kind, err), true
+	}
+	return "", false
 }
 
 // NodesAndPods lists the cluster's nodes and its pods in every namespace.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
@@ -36,9 +35,10 @@ func NewSnapshotCache(ctx context.Context, cs kubernetes.Interface, factory info
 	c := &SnapshotCache{pods: factory.Core().V1().Pods().Lister(), nodes: factory.Core().V1().Nodes().Lister()}
 	for _, k := range informerKinds {
 		_, err := k.list(ctx, cs, metav1.ListOptions{Limit: 1})
+		w, out := leftOut(k.kind, err)
 		switch {
-		case apierrors.IsForbidden(err) || apierrors.IsNotFound(err):
-			c.warnings = append(c.warnings, fmt.Sprintf("%s left out of the snapshot: %v", k.kind, err))
+		case out:
+			c.warnings = append(c.warnings, w)
 			continue
 		case err != nil:
 			return nil, fmt.Errorf("listing %s: %w", k.kind, err)
