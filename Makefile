@@ -265,7 +265,9 @@ bench: $(BIN)/etcd ## scheduler_perf 5000- and 15000-node comparison, each case 
 # wave 0.3x the fleet's GPUs, each job leaving 1-4 waves later), after 25%,
 # 50% and 100% of the waves, under the upstream default profile and
 # devicefit; the gang table: GPUs allocated and in gangs,
-# groups placed, whole domains, stranded devices, pods/s.
+# groups placed, whole domains, stranded devices, pods/s. Then the
+# CliqueFleet/360Nodes_60Gangs pair, three runs per profile, timed from the
+# first PodGroup to the last bind (test/perf/bindspan_test.go).
 .PHONY: bench-gangs
 BENCH_GANGS_DIR := $(BENCH_DIR)/gangs
 bench-gangs: $(BIN)/etcd ## scheduler_perf GangMix: seeds 42-46, upstream default vs devicefit, the gang table

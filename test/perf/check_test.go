@@ -26,6 +26,14 @@ import (
 // devicefitSchedulerName is the profile of manifests/scheduler-config.yaml.
 const devicefitSchedulerName = "devicefit"
 
+// cliqueFleet is the prefix of the CliqueFleet test cases, whose measured
+// phase bindSpan times; measureNamespace holds every workload's measured
+// pods (config/performance-config.yaml).
+const (
+	cliqueFleet      = "CliqueFleet_"
+	measureNamespace = "measure"
+)
+
 // runExtras collects the extras of every workload of one benchmark run.
 type runExtras struct {
 	mu    sync.Mutex
@@ -39,6 +47,13 @@ type runExtras struct {
 func (r *runExtras) prepare(tCtx ktesting.TContext) error {
 	rssReset := resetPeakRSS() == nil
 	name, client := tCtx.Name(), tCtx.Client()
+	var span *bindSpan
+	if strings.Contains(name, "/"+cliqueFleet) {
+		var err error
+		if span, err = startBindSpan(tCtx, client, measureNamespace); err != nil {
+			return fmt.Errorf("timing the measured phase: %w", err)
+		}
+	}
 	tCtx.TB().Cleanup(func() {
 		x := results.Workload{
 			Name:             name,
@@ -57,6 +72,15 @@ func (r *runExtras) prepare(tCtx ktesting.TContext) error {
 			tCtx.Errorf("placement check: %v", err)
 		}
 		x.Placement = check
+		if span != nil {
+			// Every measured pod binds in CliqueFleet; a span that saw
+			// fewer binds than the API server holds timed something else.
+			x.Span = span.stop()
+			if bound := check.BoundByNamespace[measureNamespace]; x.Span == nil || x.Span.Pods != bound {
+				tCtx.Errorf("%s: the measured phase %+v saw other binds than the %d measured pods bound", name, x.Span, bound)
+			}
+			tCtx.Logf("%s: measured phase %+v", name, x.Span)
+		}
 		if gangs, found, err := checkGangs(ctx, client); err != nil {
 			tCtx.Errorf("gang check: %v", err)
 		} else if found {

@@ -12,6 +12,7 @@
 //   - check_test.go   per-workload checks and extras (placement, batching, RSS)
 //   - gangmix_test.go the GangMix workloads (label gangmix), generated per seed
 //   - gangcheck_test.go the gang figures of a workload with pod groups
+//   - bindspan_test.go  CliqueFleet's measured phase, timed from its PodGroups to its last bind
 //   - config/         performance-config.yaml, scheduler configs, templates
 //   - benchsummary/   the table `make bench` prints from the JSON files
 //
@@ -19,7 +20,7 @@
 //
 //	make test-perf-short   # the 500-node workloads (label short): correctness, no threshold
 //	make bench             # the 5000-node workloads (label performance) and the table
-//	make bench-gangs       # GangMix and CliqueFleet short (label gangmix), the gang table
+//	make bench-gangs       # GangMix and CliqueFleet short x3 (label gangmix), the gang table
 //
 // Every workload goes through BenchmarkPerfScheduling, also the short ones:
 // RunIntegrationPerfScheduling has no way to pass an out-of-tree registry, so

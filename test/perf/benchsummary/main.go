@@ -86,13 +86,16 @@ func main() {
 	}
 	w := os.Stdout
 	if *gangsOnly {
-		if !reportGangs(w, runs) {
+		ok := reportGangs(w, runs)
+		cliqueFleetSpans(w, runs)
+		if !ok {
 			os.Exit(1)
 		}
 		return
 	}
 	ok := report(w, runs, *ratioOf)
 	scaling(w, runs)
+	cliqueFleetSpans(w, runs)
 	if len(profiles) > 0 {
 		if err := printProfiles(w, profiles, runs); err != nil {
 			fmt.Fprintf(os.Stderr, "benchsummary: %v\n", err)

@@ -29,6 +29,16 @@ type Workload struct {
 	Placement        Placement          `json:"placement"`
 	// Gangs is the domain-level outcome of a workload with pod groups.
 	Gangs *Gangs `json:"gangs,omitempty"`
+	// Span times the measured phase of a workload whose pods wait for
+	// their PodGroups (CliqueFleet).
+	Span *Span `json:"span,omitempty"`
+}
+
+// Span is the measured phase as a watch in the benchmark's process saw it:
+// from the first PodGroup created to the last measured pod bound.
+type Span struct {
+	Seconds float64 `json:"seconds"`
+	Pods    int     `json:"pods"`
 }
 
 // Placement is what the check found among the pods bound at the end.
