@@ -23,7 +23,7 @@ func BenchmarkRefresh(b *testing.B) {
 			infos[j].SetNode(gpuNode(fmt.Sprint("n", j)))
 			nodes[j] = infos[j]
 		}
-		for _, mode := range []string{"moved", "all"} {
+		for _, mode := range []string{"moved", "moved-cold", "all"} {
 			b.Run(fmt.Sprintf("%dNodes/%s", size, mode), func(b *testing.B) {
 				table := NewTable(newSet(b))
 				table.Refresh(framework.NewCycleState(), nodes)
@@ -35,10 +35,28 @@ func BenchmarkRefresh(b *testing.B) {
 						// As after a pod-group cycle.
 						table.readInGroup = true
 					}
+					if mode == "moved-cold" {
+						// As in the scheduler, whose cycle between two
+						// refreshes (and the API server beside it) leaves
+						// little of the table in the core's caches.
+						b.StopTimer()
+						evictCaches()
+						b.StartTimer()
+					}
 					table.Refresh(cs, nodes)
 					i++
 				}
 			})
 		}
+	}
+}
+
+// evictBuffer is larger than this machine's L2 (2 MiB a core).
+var evictBuffer = make([]byte, 16<<20)
+
+// evictCaches writes a buffer larger than a core's L2.
+func evictCaches() {
+	for i := 0; i < len(evictBuffer); i += 64 {
+		evictBuffer[i]++
 	}
 }

@@ -65,6 +65,13 @@ func TestReadMovedFollowsTheNodeInfos(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, cs: normal, quick: true},
+		{name: "another pod bound", change: func() { infos[5].AddPod(gpuPod("one", "2")) }, cs: normal, quick: true},
+		{name: "one pod removed and another bound: as many pods, another last", change: func() {
+			if err := infos[5].RemovePod(logger, gpuPod("one", "2")); err != nil {
+				t.Fatal(err)
+			}
+			infos[5].AddPod(gpuPod("two", "4"))
+		}, cs: normal, quick: true},
 		{name: "assumed in the snapshot, generation restored", change: func() { assume(2) }, cs: normal, quick: true},
 		{name: "a node object replaced", change: func() {
 			n := infos[0].Node().DeepCopy()

@@ -71,6 +71,8 @@ type Table struct {
 	mu      sync.Mutex
 	entries []*devices.NodeDevices
 	rows    []Row
+	// marks[j] is what readMoved compares of rows[j] (readmoved.go).
+	marks []mark
 	// rules are the node rules' verdicts by rules key (rules.go).
 	rules map[string]*ruleMemo
 	// shapes interns the rows' shapes, in epoch (shape.go).
@@ -200,13 +202,18 @@ func (t *Table) readAll(nodes []fwk.NodeInfo) {
 		// here is read anew.
 		t.count(&t.rows[j], -1, recount)
 		t.rows[j] = Row{}
+		t.marks[j] = mark{}
 	}
 	if cap(t.rows) < len(nodes) {
 		rows := make([]Row, len(nodes))
 		copy(rows, t.rows)
 		t.rows = rows
+		marks := make([]mark, len(nodes))
+		copy(marks, t.marks)
+		t.marks = marks
 	}
 	t.rows = t.rows[:len(nodes)]
+	t.marks = t.marks[:len(nodes)]
 	t.resetShapes(len(nodes))
 	for j, ni := range nodes {
 		r := &t.rows[j]
@@ -244,6 +251,7 @@ func (t *Table) reread(j int, ni fwk.NodeInfo, key NodeState, e *devices.NodeDev
 	r := &t.rows[j]
 	t.count(r, -1, recount)
 	r.read(ni, key, e)
+	t.marks[j] = r.mark()
 	t.log.add(j, len(t.rows))
 	t.count(r, 1, false)
 	t.intern(r)
